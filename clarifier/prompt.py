@@ -1,0 +1,163 @@
+"""The clarifier's prompt: the conversation first, the passages after it, then the answer slot.
+
+The model's answer is exactly `CLEAR` or one clarification question. The decision score is read at
+the first answer position: P(clarify) = 1 - P(first token of `CLEAR`). The conversation comes
+before the passages so that the pre- and post-retrieval prompts share a prefix.
+
+Prompt styles: `tuned` (short instruction, what the adapter is trained on), `zero-shot` and
+`few-shot` (longer instructions for the prompted base-model baselines).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Literal
+
+from askbetter.clarifier.types import Document, Message
+
+PromptStyle = Literal["tuned", "zero-shot", "few-shot"]
+PROMPT_STYLES: tuple[str, ...] = ("tuned", "zero-shot", "few-shot")
+CLEAR = "CLEAR"
+
+TUNED_INSTRUCTION = (
+    "Decide if the user's last message can be answered as asked. Reply CLEAR if it can; "
+    "otherwise reply with one short question asking the user to clarify."
+)
+ZERO_SHOT_INSTRUCTION = (
+    "You check questions before a search assistant answers them. Read the conversation and, if "
+    "given, the passages. If the user's last message has only one sensible reading in context, "
+    "reply with exactly the word CLEAR. If it is ambiguous (several readings, or the passages "
+    "support several different answers) or misses a fact needed to answer, reply with one short "
+    "question that asks the user which they mean. Reply with CLEAR or one question, nothing else."
+)
+FEW_SHOTS: tuple[tuple[str, str], ...] = (
+    ("Conversation:\nUser: Who won the world cup?\n\nPassages: none",
+     "Which world cup do you mean: the men's or the women's, and which year?"),
+    ("Conversation:\nUser: What is the capital of Australia?\n\nPassages: none", CLEAR),
+    ("Conversation:\nUser: Tell me about Jaguar.\nAssistant: Do you mean the animal or the car "
+     "maker?\nUser: The car maker. When was it founded?\n\nPassages: none", CLEAR),
+    ("Conversation:\nUser: How do I reset it?\n\nPassages:\n[1] Router: hold the reset button for "
+     "10 seconds.\n[2] Phone: open Settings, then General, then Reset.",
+     "Do you want to reset the router or the phone?"),
+)
+
+# share of the remaining token budget that older dialog turns may take; passages get the rest
+HISTORY_SHARE = 0.35
+# the judged turn may take at most this share of the whole budget
+LAST_TURN_SHARE = 0.5
+
+
+def _cut(tokenizer, text: str, max_tokens: int, keep: Literal["head", "tail"] = "head") -> str:
+    ids = tokenizer(text, add_special_tokens=False).input_ids
+    if len(ids) <= max_tokens:
+        return text
+    if max_tokens <= 0:
+        return ""
+    kept = ids[:max_tokens] if keep == "head" else ids[-max_tokens:]
+    marker = " ..." if keep == "head" else "... "
+    body = tokenizer.decode(kept)
+    return body + marker if keep == "head" else marker + body
+
+
+def _n_tokens(tokenizer, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False).input_ids)
+
+
+def _line(message: Message) -> str:
+    speaker = "User" if message["role"] == "user" else "Assistant"
+    return f"{speaker}: {message['content'].strip()}"
+
+
+def render_user_content(
+    messages: list[Message],
+    documents: list[Document] | None,
+    tokenizer,
+    max_tokens: int,
+) -> str:
+    """The conversation and the passages as one user message, fitted into `max_tokens`.
+
+    The judged (last) turn is kept whole unless it alone exceeds half the budget (then it is cut,
+    with a warning); older turns are dropped oldest-first; passages share what is left evenly.
+    """
+    dialog = [m for m in messages if m["role"] in ("user", "assistant") and m["content"].strip()]
+    if not dialog or dialog[-1]["role"] != "user":
+        raise ValueError("the conversation must end with a non-empty user turn")
+    last = _line(dialog[-1])
+    last_budget = int(max_tokens * LAST_TURN_SHARE)
+    if _n_tokens(tokenizer, last) > last_budget:
+        warnings.warn(
+            f"The user turn is longer than {last_budget} tokens; it was truncated for the "
+            "clarifier.", stacklevel=3)
+        last = _cut(tokenizer, last, last_budget)
+    budget = max_tokens - _n_tokens(tokenizer, last) - 16  # headers and separators
+    docs = [d for d in (documents or []) if d.get("text", "").strip()]
+    history_budget = int(budget * HISTORY_SHARE) if docs else budget
+    history: list[str] = []
+    used = 0
+    for m in reversed(dialog[:-1]):
+        line = _line(m)
+        n = _n_tokens(tokenizer, line)
+        if used + n > history_budget:
+            rest = history_budget - used
+            if rest > 16:
+                history.insert(0, _cut(tokenizer, line, rest, keep="tail"))
+                used += rest
+            break
+        history.insert(0, line)
+        used += n
+    text = "Conversation:\n" + "\n".join([*history, last]) + "\n\nPassages:"
+    if not docs:
+        return text + " none"
+    per_doc = max(8, (budget - used) // len(docs) - 4)
+    for i, d in enumerate(docs, 1):
+        title = (d.get("title") or "").strip()
+        body = f"{title}: {d['text'].strip()}" if title else d["text"].strip()
+        text += f"\n[{i}] " + _cut(tokenizer, " ".join(body.split()), per_doc)
+    return text
+
+
+def build_chat(
+    messages: list[Message],
+    documents: list[Document] | None,
+    tokenizer,
+    max_tokens: int = 1024,
+    style: PromptStyle = "tuned",
+) -> list[dict[str, str]]:
+    """The chat messages (system, [few shots], user) whose answer is CLEAR or a question."""
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"prompt style must be one of {PROMPT_STYLES}, not {style!r}")
+    instruction = TUNED_INSTRUCTION if style == "tuned" else ZERO_SHOT_INSTRUCTION
+    chat = [{"role": "system", "content": instruction}]
+    if style == "few-shot":
+        for shot, answer in FEW_SHOTS:
+            chat += [{"role": "user", "content": shot}, {"role": "assistant", "content": answer}]
+    chat.append({"role": "user", "content": render_user_content(messages, documents, tokenizer, max_tokens)})
+    return chat
+
+
+def prompt_ids(
+    messages: list[Message],
+    documents: list[Document] | None,
+    tokenizer,
+    max_tokens: int = 1024,
+    style: PromptStyle = "tuned",
+) -> list[int]:
+    """Token ids of the prompt, ending where the answer starts."""
+    chat = build_chat(messages, documents, tokenizer, max_tokens, style)
+    ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
+    if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+        ids = ids["input_ids"]
+    return list(ids)
+
+
+def clear_token_id(tokenizer) -> int:
+    """The first token of `CLEAR` as it starts an answer."""
+    return tokenizer(CLEAR, add_special_tokens=False).input_ids[0]
+
+
+def clean_question(text: str) -> str:
+    """The first line of a generated answer, cut after its first question mark."""
+    line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
+    if "?" in line:
+        line = line[: line.index("?") + 1]
+    return line

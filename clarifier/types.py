@@ -1,0 +1,52 @@
+"""The clarifier's data types: what it reads (messages, documents) and what it returns (a decision).
+
+These match the example schema in the design: a message is ``{"role", "content"}``, a document is
+``{"id", "title"?, "text"}``. They are plain dicts so they stay JSON-serialisable in graph state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal, NotRequired, Protocol, TypedDict, runtime_checkable
+
+Stage = Literal["pre", "post"]
+
+
+class Message(TypedDict):
+    role: str  # "user" or "assistant"
+    content: str
+
+
+class Document(TypedDict):
+    id: str
+    text: str
+    title: NotRequired[str]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One clarification decision.
+
+    `score` is the probability that the query needs clarification (1 - P(CLEAR) at the first
+    answer position); `needs_clarification` is `score >= threshold`; `question` is set only when
+    it asks.
+    """
+
+    needs_clarification: bool
+    score: float
+    question: str | None
+    stage: Stage
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@runtime_checkable
+class Clarifier(Protocol):
+    """Anything that decides whether the last user turn needs a clarification question."""
+
+    def check(
+        self, messages: list[Message], documents: list[Document] | None = None
+    ) -> Decision:
+        """`documents` None or empty: the pre-retrieval check; otherwise the post-retrieval one."""
+        ...

@@ -1,0 +1,21 @@
+"""Retrieval's data types. A passage is a Document (see `askbetter.clarifier.types`) plus a score
+and metadata, as plain JSON-serialisable dicts."""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
+
+
+class Passage(TypedDict):
+    id: str  # chunk id in the collection (content-derived)
+    text: str
+    title: NotRequired[str]
+    source: NotRequired[str]  # file path or URL the chunk came from
+    score: float  # similarity in [0, 1], higher is closer (1 - cosine distance, clipped)
+    metadata: NotRequired[dict[str, Any]]
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    def search(self, query: str, k: int = 4) -> list[Passage]:
+        ...

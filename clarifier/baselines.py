@@ -1,0 +1,157 @@
+"""Baselines side by side: trivial clarifiers, the prompted base model and the adapter, one table.
+
+`run_baselines` is what `askbetter eval FILE.jsonl --baselines` runs: always-clarify,
+never-clarify, the base model prompted zero-shot and few-shot, and the adapter, each scored by
+`evaluate`, then `format_table` lays the reports out as a Markdown table shaped like the paper's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from askbetter.clarifier.evaluate import (
+    evaluate,
+    fmt_decimal,
+    fmt_percent,
+    load_examples,
+    local_clarifier,
+    resolve_settings,
+    system_name,
+    write_json,
+)
+from askbetter.clarifier.examples import Example
+from askbetter.clarifier.metrics import Encoder
+from askbetter.clarifier.types import Clarifier, Decision, Document, Message, Stage
+from askbetter.settings import Settings
+
+#: AlwaysClarify's question: shows what a generic question scores on question quality.
+GENERIC_QUESTION = "Could you clarify what you mean?"
+
+Report = dict[str, Any]
+
+
+class AlwaysClarify:
+    """Asks every time, with the same generic question."""
+
+    name = "always-clarify"
+
+    def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
+        return Decision(True, 1.0, GENERIC_QUESTION, _stage(documents))
+
+
+class NeverClarify:
+    """Never asks."""
+
+    name = "never-clarify"
+
+    def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
+        return Decision(False, 0.0, None, _stage(documents))
+
+
+def compare(
+    examples: list[Example],
+    systems: Mapping[str, Clarifier | Callable[[], Clarifier]],
+    *,
+    embedder: Encoder | None = None,
+    progress: bool = True,
+) -> list[Report]:
+    """One `evaluate` report per system, in order, each named by its key.
+
+    A system is a clarifier or a zero-argument function that builds one just before its run, so
+    that local models load in order (the base model alone before an adapter is attached).
+    """
+    reports = []
+    for name, system in systems.items():
+        clarifier = system if isinstance(system, Clarifier) else system()
+        reports.append(
+            evaluate(examples, clarifier, embedder=embedder, progress=progress, system=name)
+        )
+    return reports
+
+
+def _setting_column(scope: str, key: str, fmt: Callable[[Any], str]) -> Callable[[Report], str]:
+    """A cell showing `key` for one setting ("pre", "post") or overall ("all")."""
+
+    def cell(report: Report) -> str:
+        figures = report if scope == "all" else report["by_setting"][scope]
+        return fmt(figures[key])
+
+    return cell
+
+
+#: The table's columns after the system's name: (header, cell from a report).
+COLUMNS: list[tuple[str, Callable[[Report], str]]] = [
+    (f"{scope} {header}", _setting_column(scope, key, fmt))
+    for scope in ("pre", "post", "all")
+    for header, key, fmt in (
+        ("acc", "accuracy", fmt_percent),
+        ("F1-clarify", "f1_clarify", fmt_percent),
+        ("macro-F1", "macro_f1", fmt_percent),
+        ("AUC", "auc", fmt_decimal),
+    )
+] + [
+    ("hard-neg acc", lambda r: fmt_percent(r["by_kind"].get("hard-negative", {}).get("accuracy"))),
+    ("ROUGE-L", lambda r: fmt_decimal(r["rouge_l"])),
+    ("embed-sim", lambda r: fmt_decimal(r["embed_sim"])),
+    ("one question", lambda r: fmt_percent(r["one_question_share"])),
+    ("sec/example", lambda r: fmt_decimal(r["sec_per_example"], 3)),
+]
+
+
+def format_table(reports: list[Report]) -> str:
+    """A Markdown table: one row per report (system), classification per setting and overall,
+    hard-negative accuracy, question quality, seconds per example."""
+    header = ["system", *(name for name, _ in COLUMNS)]
+    lines = [
+        _row(header),
+        _row([":--", *("--:" for _ in COLUMNS)]),
+        *(_row([r["system"], *(cell(r) for _, cell in COLUMNS)]) for r in reports),
+    ]
+    return "\n".join(lines)
+
+
+def run_baselines(
+    path: Path,
+    *,
+    limit: int | None,
+    adapter: str | None = None,
+    json_out: Path | None = None,
+    markdown_out: Path | None = None,
+    base_model: str | None = None,
+    settings: Settings | None = None,
+) -> list[Report]:
+    """`askbetter eval FILE.jsonl --baselines`: score always-clarify, never-clarify, the base
+    model zero-shot and few-shot, and the adapter (default: the settings', i.e. the bundled one)
+    on the first `limit` examples; write the reports as JSON and the table as Markdown where
+    asked; return the reports."""
+    examples = load_examples(path, limit)
+    settings = resolve_settings(settings, base_model)
+    adapter = adapter or settings.adapter
+
+    def local(adapter: str, prompt_style: str) -> Callable[[], Clarifier]:
+        return lambda: local_clarifier(settings, adapter=adapter, prompt_style=prompt_style)
+
+    systems: dict[str, Clarifier | Callable[[], Clarifier]] = {
+        AlwaysClarify.name: AlwaysClarify(),
+        NeverClarify.name: NeverClarify(),
+        system_name("none", "zero-shot"): local("none", "zero-shot"),
+        system_name("none", "few-shot"): local("none", "few-shot"),
+        system_name(adapter, "tuned"): local(adapter, "tuned"),
+    }
+    reports = compare(examples, systems)
+    if json_out is not None:
+        write_json(json_out, reports)
+    if markdown_out is not None:
+        markdown_out.parent.mkdir(parents=True, exist_ok=True)
+        markdown_out.write_text(format_table(reports) + "\n", encoding="utf-8")
+    return reports
+
+
+def _stage(documents: list[Document] | None) -> Stage:
+    return "post" if documents else "pre"
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"

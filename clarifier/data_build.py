@@ -1,0 +1,347 @@
+"""`askbetter data build`: the raw datasets -> train/dev/test files in the example schema.
+
+Each source module (`source_*.py`) converts one dataset (or, for `source_rewrites`, three) into
+`(group, example)` pairs. The build then
+1. drops examples whose input repeats an earlier one (same setting, messages and documents),
+   and all of them when they disagree on the label;
+2. balances each source and setting: `NEGATIVES_PER_CLARIFY` negatives per clarify example,
+   `HARD_NEGATIVE_SHARE` of them hard negatives where there are enough (a source and setting
+   without clarify examples, like the rewrite sets, keeps all);
+3. caps sources to a share of the total (`MAX_SHARE`: OR-ShARC teaches "ask for a missing fact",
+   not ambiguity, and AmbigNQ, being large, would otherwise swamp the rest);
+4. splits 80/10/10 by a hash of the group id and the seed, so a conversation, story, dialogue,
+   rule or question lies in one split only, and shuffles each file deterministically (a prefix of
+   a file is a representative sample).
+Every choice is a hash of the seed and an id, so the same raw data and seed give the same files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from tqdm import tqdm
+
+from askbetter.clarifier import (
+    source_abg_coqa,
+    source_ambignq,
+    source_or_sharc,
+    source_pacific,
+    source_rewrites,
+)
+from askbetter.clarifier.examples import Example, needs_clarification, write_examples
+from askbetter.clarifier.source_common import Converted, RawDataError, stable_fraction
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("train", "dev", "test")
+SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
+NEGATIVES_PER_CLARIFY = 1.0
+HARD_NEGATIVE_SHARE = 0.6
+MAX_SHARE = {"or-sharc": 0.15, "rewrites": 0.12, "ambignq": 0.45}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One converter: its name, the raw folders it reads, and whether the build needs it."""
+
+    name: str
+    folders: tuple[str, ...]
+    convert: Callable[[Path, int], Iterator[Converted]]
+    required: bool
+
+
+SOURCES = (
+    Source("abg-coqa", source_abg_coqa.FOLDERS, source_abg_coqa.convert, True),
+    Source("pacific", source_pacific.FOLDERS, source_pacific.convert, True),
+    Source("ambignq", source_ambignq.FOLDERS, source_ambignq.convert, True),
+    Source("or-sharc", source_or_sharc.FOLDERS, source_or_sharc.convert, False),
+    Source("rewrites", source_rewrites.FOLDERS, source_rewrites.convert, False),
+)
+
+CountKey = tuple[str, str, str, str, str]  # split, source, setting, kind, label
+Stratum = tuple[str, str, bool]  # source, setting, needs clarification
+
+
+class Item(NamedTuple):
+    """An example with the converter that made it and its group."""
+
+    converter: str
+    group: str
+    example: Example
+
+
+@dataclass
+class BuildReport:
+    """What a build wrote: example counts per (split, source, setting, kind, label), where label
+    is "clarify" or "clear", the files, the dataset folders skipped as absent, the examples
+    dropped as repeated inputs, and the wall time."""
+
+    counts: Counter[CountKey] = field(default_factory=Counter)
+    files: dict[str, Path] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    repeats_dropped: int = 0
+    seconds: float = 0.0
+
+    def total(self, split: str | None = None) -> int:
+        return sum(n for k, n in self.counts.items() if split in (None, k[0]))
+
+
+def build_dataset(
+    raw_dir: Path, out_dir: Path, seed: int = 13, progress: bool = True
+) -> BuildReport:
+    """Convert the datasets under `raw_dir`, write `out_dir/{train,dev,test}.jsonl`, return counts.
+
+    Raises FileNotFoundError when `raw_dir` or a required dataset folder is missing, and
+    RawDataError (a ValueError) naming the file when a raw file is missing or malformed. Absent
+    optional datasets are skipped with a warning and listed in the report.
+    """
+    start = time.perf_counter()
+    raw_dir, out_dir = Path(raw_dir), Path(out_dir)
+    report = BuildReport()
+    sources = _present_sources(raw_dir, report)
+    items: list[Item] = []
+    for source in tqdm(sources, desc="data build", unit="source", disable=not progress):
+        items += [Item(source.name, g, ex) for g, ex in source.convert(raw_dir, seed)]
+    _check_unique_ids(it.example for it in items)
+    unique = _drop_repeats(items)
+    report.repeats_dropped = len(items) - len(unique)
+    kept = _cap_shares(_balance(unique, seed), seed)
+    splits: dict[str, list[Example]] = {s: [] for s in SPLITS}
+    for _, group, ex in kept:
+        split = split_of(group, seed)
+        splits[split].append(ex)
+        label = "clarify" if needs_clarification(ex) else "clear"
+        report.counts[(split, ex["source"], ex["setting"], ex["kind"], label)] += 1
+    for split, examples in splits.items():
+        examples.sort(key=lambda ex: stable_fraction(seed, "order", ex["id"]))
+        report.files[split] = out_dir / f"{split}.jsonl"
+        write_examples(report.files[split], examples)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def split_of(group: str, seed: int) -> str:
+    """The split a group belongs to: 80/10/10 by a hash of the seed and the group id."""
+    x = stable_fraction(seed, "split", group)
+    bound = 0.0
+    for split, fraction in zip(SPLITS, SPLIT_FRACTIONS, strict=True):
+        bound += fraction
+        if x < bound:
+            return split
+    return SPLITS[-1]
+
+
+def _present_sources(raw_dir: Path, report: BuildReport) -> list[Source]:
+    if not raw_dir.is_dir():
+        raise FileNotFoundError(f"raw data folder not found: {raw_dir}")
+    present = []
+    for source in SOURCES:
+        missing = [f for f in source.folders if not (raw_dir / f).is_dir()]
+        if len(missing) < len(source.folders):
+            present.append(source)
+            if missing:
+                logger.warning("%s: skipping absent folder(s) %s", source.name, ", ".join(missing))
+                report.skipped += missing
+        elif source.required:
+            raise FileNotFoundError(
+                f"dataset folder {raw_dir / missing[0]} not found (needed for {source.name}); "
+                f"{raw_dir} should hold {', '.join(f for s in SOURCES for f in s.folders)}"
+            )
+        else:
+            logger.warning("%s: skipping, folder(s) %s absent", source.name, ", ".join(missing))
+            report.skipped += missing
+    return present
+
+
+def _check_unique_ids(examples: Iterable[Example]) -> None:
+    seen: set[str] = set()
+    for ex in examples:
+        if ex["id"] in seen:
+            raise RawDataError(f"two examples share the id {ex['id']!r}; the raw data repeats it")
+        seen.add(ex["id"])
+
+
+def _drop_repeats(items: list[Item]) -> list[Item]:
+    """Keep the first of examples with the same input (setting, messages, documents); drop all
+    of them when their labels disagree."""
+
+    def key(ex: Example) -> str:
+        return json.dumps([ex["setting"], ex["messages"], ex["documents"]], sort_keys=True)
+
+    labels: dict[str, set[bool]] = defaultdict(set)
+    for it in items:
+        labels[key(it.example)].add(needs_clarification(it.example))
+    seen: set[str] = set()
+    out = []
+    for it in items:
+        k = key(it.example)
+        if k not in seen and len(labels[k]) == 1:
+            out.append(it)
+        seen.add(k)
+    return out
+
+
+def _keep(items: list[Item], k: int, seed: int, by_group: bool = False) -> list[Item]:
+    """A deterministic sample of `k` items, in their original order: those of lowest hash of
+    (seed, example id), or of (seed, group) first when `by_group`, so that whole groups go."""
+    if k >= len(items):
+        return items
+
+    def rank(it: Item) -> tuple[float, float]:
+        by_id = stable_fraction(seed, "keep", it.example["id"])
+        return (stable_fraction(seed, "keep", it.group) if by_group else 0.0, by_id)
+
+    chosen = {it.example["id"] for it in sorted(items, key=rank)[:k]}
+    return [it for it in items if it.example["id"] in chosen]
+
+
+def _role(ex: Example) -> str:
+    if needs_clarification(ex):
+        return "clarify"
+    return "hard-negative" if ex["kind"] == "hard-negative" else "clear"
+
+
+def _balance(items: list[Item], seed: int) -> list[Item]:
+    """Per converter and setting, keep `NEGATIVES_PER_CLARIFY` negatives per clarify example,
+    hard negatives filling `HARD_NEGATIVE_SHARE` of them and plain clear ones the rest (either
+    kind making up for the other when short). Cells without clarify examples keep everything."""
+    cells: dict[tuple[str, str], dict[str, list[Item]]] = defaultdict(lambda: defaultdict(list))
+    for it in items:
+        cells[(it.converter, it.example["setting"])][_role(it.example)].append(it)
+    out: list[Item] = []
+    for roles in cells.values():
+        clarify, hard, clear = roles["clarify"], roles["hard-negative"], roles["clear"]
+        if not clarify:
+            out += hard + clear
+            continue
+        budget = math.ceil(NEGATIVES_PER_CLARIFY * len(clarify))
+        n_hard = min(len(hard), max(math.ceil(HARD_NEGATIVE_SHARE * budget), budget - len(clear)))
+        out += clarify + _keep(hard, n_hard, seed) + _keep(clear, budget - n_hard, seed)
+    return out
+
+
+def _cap_shares(items: list[Item], seed: int) -> list[Item]:
+    """Downsample the converters of `MAX_SHARE`, whole groups at a time, to at most their share
+    of the final total."""
+    by_converter: dict[str, list[Item]] = defaultdict(list)
+    for it in items:
+        by_converter[it.converter].append(it)
+    sizes = {name: len(members) for name, members in by_converter.items()}
+    limits = share_limits(sizes, {k: v for k, v in MAX_SHARE.items() if k in sizes})
+    return [
+        it
+        for name, members in by_converter.items()
+        for it in _keep(members, limits[name], seed, by_group=True)
+    ]
+
+
+def share_limits(sizes: dict[str, int], shares: dict[str, float]) -> dict[str, int]:
+    """How many of each part to keep so that every part in `shares` is at most that share of the
+    kept total, keeping as much as possible. Parts without a share are kept whole."""
+    binding = dict(shares)
+    while True:
+        free = sum(n for name, n in sizes.items() if name not in binding)
+        total = free / (1 - sum(binding.values())) if binding else free
+        loose = {name for name, share in binding.items() if sizes[name] <= share * total}
+        if not loose:
+            break
+        for name in loose:
+            del binding[name]
+    return {name: int(binding[name] * total) if name in binding else n for name, n in sizes.items()}
+
+
+def balanced_sample(examples: list[Example], n: int, seed: int = 13) -> list[Example]:
+    """A sample of `n` examples stratified by (source, setting, label): each stratum gets its
+    proportional share (largest remainders, at least one each while `n` allows), members chosen
+    by a hash of the seed and id; returned in a deterministic shuffled order."""
+    if n >= len(examples):
+        chosen = list(examples)
+    else:
+        strata: dict[Stratum, list[Example]] = defaultdict(list)
+        for ex in examples:
+            strata[(ex["source"], ex["setting"], needs_clarification(ex))].append(ex)
+        quotas = _proportional_quotas({k: len(v) for k, v in strata.items()}, n)
+        chosen = []
+        for key, members in strata.items():
+            members = sorted(members, key=lambda ex: stable_fraction(seed, "sample", ex["id"]))
+            chosen += members[: quotas[key]]
+    return sorted(chosen, key=lambda ex: stable_fraction(seed, "sample-order", ex["id"]))
+
+
+def _proportional_quotas(sizes: dict[Stratum, int], n: int) -> dict[Stratum, int]:
+    """Split `n` over parts in proportion to their sizes (largest remainder), each part getting
+    at least one while `n` allows and never more than its size."""
+    total = sum(sizes.values())
+    exact = {k: n * s / total for k, s in sizes.items()}
+    floor = 1 if n >= len(sizes) else 0
+    quotas = {k: min(sizes[k], max(floor, math.floor(x))) for k, x in exact.items()}
+    by_remainder = sorted(sizes, key=lambda k: (exact[k] - math.floor(exact[k]), sizes[k]))[::-1]
+    while sum(quotas.values()) < n:
+        for k in by_remainder:
+            if sum(quotas.values()) >= n:
+                break
+            if quotas[k] < sizes[k]:
+                quotas[k] += 1
+    while sum(quotas.values()) > n:  # the at-least-one rule overshot: take from the largest
+        k = max(quotas, key=quotas.get)
+        quotas[k] -= 1
+    return quotas
+
+
+def format_counts(report: BuildReport) -> str:
+    """A readable table: one row per source, setting, kind and label, one column per split and
+    the total; then the totals, per setting, the share of clarify examples and the share of hard
+    negatives among the negatives."""
+    columns: tuple[str | None, ...] = (*SPLITS, None)  # None: all splits
+
+    def count(split: str | None, keep: Callable[[CountKey], bool] = lambda k: True) -> int:
+        return sum(n for k, n in report.counts.items() if split in (None, k[0]) and keep(k))
+
+    def share(part: Callable[[CountKey], bool], whole: Callable[[CountKey], bool]) -> list[str]:
+        return [
+            f"{100 * count(s, part) / count(s, whole):.1f}%" if count(s, whole) else "-"
+            for s in columns
+        ]
+
+    def is_clarify(k: CountKey) -> bool:
+        return k[4] == "clarify"
+
+    def is_negative(k: CountKey) -> bool:
+        return k[4] == "clear"
+
+    def is_hard(k: CountKey) -> bool:
+        return is_negative(k) and k[3] == "hard-negative"
+
+    body = [
+        [*row, *(str(count(s, lambda k, r=row: k[1:] == r)) for s in columns)]
+        for row in sorted({k[1:] for k in report.counts})
+    ]
+    summary = [
+        ["total", "", "", "", *(str(count(s)) for s in columns)],
+        *(
+            [f"  {st}", "", "", "", *(str(count(s, lambda k, st=st: k[2] == st)) for s in columns)]
+            for st in ("pre", "post")
+        ),
+        ["clarify share", "", "", "", *share(is_clarify, lambda k: True)],
+        ["hard-neg share of negatives", "", "", "", *share(is_hard, is_negative)],
+    ]
+    header = ["source", "setting", "kind", "label", *SPLITS, "total"]
+    widths = [max(len(r[i]) for r in [header, *body, *summary]) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        cells = (c.ljust(w) if i < 4 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        return "  ".join(cells).rstrip()
+
+    rule = "-" * len(line(header))
+    notes = [f"built in {report.seconds:.1f} s; dropped {report.repeats_dropped} repeated inputs"]
+    if report.skipped:
+        notes.append(f"skipped absent dataset folders: {', '.join(report.skipped)}")
+    return "\n".join([line(header), rule, *map(line, body), rule, *map(line, summary), *notes])

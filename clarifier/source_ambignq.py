@@ -1,0 +1,185 @@
+"""AmbigNQ (Min et al., EMNLP 2020): open-domain questions with several plausible readings.
+
+`pre`: the question alone. `multipleQAs` (every annotation) -> clarify, kind `ambiguous`, with a
+reference written from the disambiguated questions (see `clarification_for`); single-answer ->
+clear; questions whose annotators disagree are skipped.
+
+`post`, from synthetic passages, one per reading, stating the disambiguated question and its
+answer: two readings' passages -> clarify (the reference names those two readings); one reading's
+passage beside a passage from another question -> hard negative (kind (d): ambiguous-looking, but
+the documents support one reading); a single-answer question's passage beside another question's
+passage -> clear. Every post example has two documents, so their number tells nothing.
+Grouped by question.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from askbetter.clarifier.source_common import (
+    Converted,
+    clip,
+    document,
+    field,
+    load_json,
+    make_example,
+    require_file,
+    rng_for,
+    user,
+)
+from askbetter.clarifier.types import Document
+
+SOURCE = "ambignq"
+FOLDERS = ("ambignq",)
+FILES = ("train_light.json", "dev_light.json")
+MAX_READINGS = 3
+MAX_PHRASE_WORDS = 6
+MAX_CLARIFICATION_CHARS = 200
+_LOWER_FIRST = {
+    "who", "what", "when", "where", "which", "why", "how", "whose", "whom", "is", "are", "was",
+    "were", "do", "does", "did", "in", "on", "the", "a", "an", "can", "has", "have", "will",
+}  # fmt: skip
+
+Reading = tuple[str, str]  # (disambiguated question, its answer)
+
+
+def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
+    """Yield (question group, example) for every question of the train and dev files."""
+    folder = raw_dir / FOLDERS[0]
+    parsed = []
+    for name in FILES:
+        path = require_file(folder, name)
+        for i, record in enumerate(load_json(path)):
+            parsed.append(_parse(record, f"{path} question {i}"))
+    questions = [p for p in parsed if p is not None]
+    pool = [_passage(*readings[0]) for _, _, readings in questions]
+    for qid, question, readings in questions:
+        group = f"{SOURCE}:{qid}"
+        rng = rng_for(seed, SOURCE, qid)
+        distractor = pool[rng.randrange(len(pool))]
+        while distractor == _passage(*readings[0]):  # never the question's own passage
+            distractor = pool[rng.randrange(len(pool))]
+        base = f"{SOURCE}-{qid}"
+        messages = [user(question)]
+        if len(readings) == 1:
+            yield group, make_example(f"{base}-pre", SOURCE, "pre", messages, None, "clear")
+            docs = _docs(rng, [_passage(*readings[0]), distractor])
+            yield group, make_example(f"{base}-post", SOURCE, "post", messages, None, "clear", docs)
+            continue
+        reference = clarification_for([q for q, _ in readings[:MAX_READINGS]])
+        yield group, make_example(f"{base}-pre", SOURCE, "pre", messages, reference, "ambiguous")
+        pair = rng.sample(readings, 2)
+        docs = _docs(rng, [_passage(*r) for r in pair])
+        pair_reference = clarification_for([q for q, _ in pair])
+        yield group, make_example(
+            f"{base}-post", SOURCE, "post", messages, pair_reference, "ambiguous", docs
+        )
+        docs = _docs(rng, [_passage(*pair[0]), distractor])
+        yield group, make_example(
+            f"{base}-one-reading-post", SOURCE, "post", messages, None, "hard-negative", docs
+        )
+
+
+def _parse(record: dict[str, Any], where: str) -> tuple[str, str, list[Reading]] | None:
+    """(id, question, readings): one reading for a single-answer question, two or more for an
+    ambiguous one; None when annotators disagree or a question has too few distinct readings."""
+    question = str(field(record, "question", where)).strip()
+    annotations = field(record, "annotations", where)
+    types = {a.get("type") for a in annotations}
+    if types == {"singleAnswer"}:
+        readings = [(question, str(annotations[0]["answer"][0]))]
+    elif types == {"multipleQAs"}:
+        readings = _distinct(
+            (_first_alternative(p["question"]), str(p["answer"][0]))
+            for p in annotations[0]["qaPairs"]
+            if p.get("answer")
+        )
+        if len(readings) < 2:
+            return None
+    else:
+        return None
+    return str(field(record, "id", where)), question, readings
+
+
+def _first_alternative(question: str) -> str:
+    """Some disambiguated questions list paraphrases separated by '|'; keep the first."""
+    return question.split("|")[0].strip()
+
+
+def _distinct(readings: Iterator[Reading]) -> list[Reading]:
+    seen: set[str] = set()
+    out = []
+    for q, a in readings:
+        if q and q.lower() not in seen:
+            seen.add(q.lower())
+            out.append((q, a))
+    return out
+
+
+def _passage(question: str, answer: str) -> str:
+    return f"{question.rstrip(' ?')} — {answer.rstrip('.')}."
+
+
+def _docs(rng: random.Random, texts: list[str]) -> list[Document]:
+    texts = list(texts)
+    rng.shuffle(texts)
+    return [document(f"p{k}", t) for k, t in enumerate(texts, 1)]
+
+
+def clarification_for(readings: list[str]) -> str:
+    """One short question naming the readings.
+
+    The first reading is spelled out; the others by the words that set them apart (what is left
+    after the words all readings share at the start and end, plus one word of the shared start
+    for context), e.g. "Do you mean who played rizzo in the 1978 film grease, or the 1971
+    musical?". When the readings do not differ by a short phrase, they are spelled out
+    in full; readings are dropped from the end while the question is too long, down to "Do you
+mean <first reading>?".
+    """
+    readings = [r.strip().rstrip("?").strip() for r in readings]
+    while len(readings) > 1:
+        question = _by_phrases(readings) or _in_full(readings)
+        if len(question) <= MAX_CLARIFICATION_CHARS:
+            return question
+        readings = readings[:-1]
+    return clip(f"Do you mean {_lower_first(readings[0])}", MAX_CLARIFICATION_CHARS - 1) + "?"
+
+
+def _by_phrases(readings: list[str]) -> str | None:
+    words = [r.split() for r in readings]
+    lowered = [[w.lower() for w in ws] for ws in words]
+    shortest = min(len(ws) for ws in words)
+    prefix = 0
+    while prefix < shortest and all(ws[prefix] == lowered[0][prefix] for ws in lowered):
+        prefix += 1
+    suffix = 0
+    while suffix < shortest - prefix and all(
+        ws[-1 - suffix] == lowered[0][-1 - suffix] for ws in lowered
+    ):
+        suffix += 1
+    start = max(prefix - 1, 0)
+    phrases = [" ".join(ws[start : len(ws) - suffix]).rstrip(",;:") for ws in words[1:]]
+    first_differs = len(words[0]) > prefix + suffix
+    if not first_differs or prefix == 0 == suffix:
+        return None
+    if any(not p or len(p.split()) > MAX_PHRASE_WORDS for p in phrases):
+        return None
+    return _join(_lower_first(readings[0]), [_lower_first(p) for p in phrases])
+
+
+def _in_full(readings: list[str]) -> str:
+    return _join(_lower_first(readings[0]), [_lower_first(r) for r in readings[1:]])
+
+
+def _join(first: str, others: list[str]) -> str:
+    if len(others) == 1:
+        return f"Do you mean {first}, or {others[0]}?"
+    return f"Do you mean {first}, {', '.join(others[:-1])}, or {others[-1]}?"
+
+
+def _lower_first(text: str) -> str:
+    head, _, rest = text.partition(" ")
+    return f"{head.lower()} {rest}".strip() if head.lower() in _LOWER_FIRST else text

@@ -1,0 +1,159 @@
+"""Shared pieces of the dataset converters (`source_*.py`).
+
+One place builds and validates examples, caps histories and documents, reads raw files with clear
+errors, and derives deterministic randomness, so each converter only maps its dataset's structure.
+A converter is ``convert(raw_dir, seed=13) -> Iterator[Converted]``, where ``raw_dir`` is the raw
+data folder holding one sub-folder per dataset and each item is ``(group_id, example)``: the group
+is the conversation, story, dialogue, rule or question the example comes from, and the split keeps
+a group together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from askbetter.clarifier.examples import Example, Setting, validate_example
+from askbetter.clarifier.types import Document, Message
+
+MAX_HISTORY_MESSAGES = 6
+"""Messages kept before the judged user turn (the oldest are dropped)."""
+MAX_MESSAGE_CHARS = 1000
+MAX_DOC_CHARS = 3000
+
+Converted = tuple[str, Example]
+
+
+class RawDataError(ValueError):
+    """A raw dataset file is missing or not what its converter expects; the message names it."""
+
+
+def clip(text: str, limit: int) -> str:
+    """Whitespace-trimmed `text`, cut to at most `limit` characters (an ellipsis marks a cut)."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def user(text: str) -> Message:
+    return {"role": "user", "content": clip(text, MAX_MESSAGE_CHARS)}
+
+
+def assistant(text: str) -> Message:
+    return {"role": "assistant", "content": clip(text, MAX_MESSAGE_CHARS)}
+
+
+def exchange(question: str, answer: str) -> list[Message]:
+    """A past turn: the user's question and the assistant's answer."""
+    return [user(question), assistant(answer)]
+
+
+def document(doc_id: str, text: str, title: str | None = None) -> Document:
+    doc: Document = {"id": doc_id, "text": clip(text, MAX_DOC_CHARS)}
+    if title:
+        doc["title"] = title
+    return doc
+
+
+def make_example(
+    example_id: str,
+    source: str,
+    setting: Setting,
+    messages: list[Message],
+    clarification: str | None,
+    kind: str,
+    documents: Iterable[Document] = (),
+    keep_opening: bool = False,
+) -> Example:
+    """Build one example and validate it against the schema.
+
+    The history is capped to the last `MAX_HISTORY_MESSAGES` messages before the judged turn;
+    with `keep_opening`, the first message stays and counts as one of them (for dialogs whose
+    opening message holds the question that the later turns follow up)."""
+    docs = list(documents) if setting == "post" else []
+    if setting == "post" and not docs:
+        raise ValueError(f"{example_id}: a post example needs documents")
+    history = messages[:-1]
+    if len(history) > MAX_HISTORY_MESSAGES:
+        keep = MAX_HISTORY_MESSAGES - 1 if keep_opening else MAX_HISTORY_MESSAGES
+        history = (history[:1] if keep_opening else []) + history[-keep:]
+    capped = history + messages[-1:]
+    return validate_example(
+        {
+            "id": example_id,
+            "source": source,
+            "setting": setting,
+            "messages": capped,
+            "documents": docs,
+            "clarification": clarification,
+            "kind": kind,
+        }
+    )
+
+
+def both_settings(
+    example_id: str,
+    source: str,
+    messages: list[Message],
+    documents: list[Document],
+    clarification: str | None,
+    kind: str,
+) -> Iterator[Example]:
+    """The same turn judged before retrieval (`<id>-pre`, no documents) and after (`<id>-post`)."""
+    for setting in ("pre", "post"):
+        yield make_example(
+            f"{example_id}-{setting}", source, setting, messages, clarification, kind, documents
+        )
+
+
+def _hash64(seed: int, keys: tuple[object, ...]) -> int:
+    digest = hashlib.sha256(":".join(map(str, (seed, *keys))).encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def rng_for(seed: int, *keys: object) -> random.Random:
+    """A random generator determined by the seed and the keys (stable across runs and machines)."""
+    return random.Random(_hash64(seed, keys))
+
+
+def stable_fraction(seed: int, *keys: object) -> float:
+    """A number in [0, 1) determined by the seed and the keys (for splits and sampling)."""
+    return _hash64(seed, keys) / 2**64
+
+
+def require_file(folder: Path, name: str) -> Path:
+    path = folder / name
+    if not path.is_file():
+        raise RawDataError(f"missing raw file {path}")
+    return path
+
+
+def load_json(path: Path) -> Any:
+    """Parse a JSON file, naming the file in the error when it is broken."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RawDataError(f"{path}: not valid JSON: {exc}") from exc
+
+
+def load_jsonl(path: Path) -> list[Any]:
+    """Parse a JSON-lines file, naming the file and line in the error when one is broken."""
+    records = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise RawDataError(f"{path}:{lineno}: not valid JSON: {exc}") from exc
+    return records
+
+
+def field(record: dict[str, Any], key: str, where: str) -> Any:
+    """`record[key]`, or a RawDataError naming the record when the field is missing."""
+    if not isinstance(record, dict) or key not in record:
+        raise RawDataError(f"{where}: missing field {key!r}")
+    return record[key]

@@ -1,0 +1,82 @@
+"""OR-ShARC (Gao et al. 2021, from ShARC by Saeidi et al. 2018): conversational reading of rules.
+
+The user states a scenario and asks whether a rule applies; the system either answers Yes/No or
+asks a follow-up question for a fact the rule needs and the dialog has not given. A follow-up
+answer becomes a clarify example (kind `missing-fact`, the follow-up is the reference). A Yes/No
+answer is a negative: a hard negative (kind (c)) when the history already holds follow-up
+questions and their answers, i.e. the missing facts have been supplied, otherwise clear.
+
+`post` only: the question to ask depends on the rule text, so without documents it cannot be
+told. Documents are the gold rule snippet and `N_DISTRACTORS` other snippets, in an order drawn
+from the seed. A capped history keeps the opening scenario and question. Grouped by gold
+snippet (stricter than the rule tree: several trees share a rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from askbetter.clarifier.source_common import (
+    Converted,
+    assistant,
+    document,
+    field,
+    load_json,
+    load_jsonl,
+    make_example,
+    require_file,
+    rng_for,
+    user,
+)
+from askbetter.clarifier.types import Message
+
+SOURCE = "or-sharc"
+FOLDERS = ("or-sharc",)
+FILES = ("open_retrieval_sharc_dev.json", "open_retrieval_sharc_test.json")
+SNIPPETS = "id2snippet.json"
+N_DISTRACTORS = 2
+FINAL_ANSWERS = ("yes", "no", "irrelevant")
+
+
+def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
+    """Yield (rule group, example) for every utterance of the dev and test files."""
+    folder = raw_dir / FOLDERS[0]
+    snippets: dict[str, str] = load_json(require_file(folder, SNIPPETS))
+    snippet_ids = sorted(snippets)
+    for name in FILES:
+        path = require_file(folder, name)
+        for lineno, record in enumerate(load_jsonl(path), 1):
+            where = f"{path}:{lineno}"
+            gold = str(field(record, "gold_snippet_id", where))
+            if gold not in snippets:
+                raise ValueError(f"{where}: gold snippet {gold!r} is not in {SNIPPETS}")
+            uid = field(record, "utterance_id", where)
+            rng = rng_for(seed, SOURCE, uid)
+            others = rng.sample([s for s in snippet_ids if s != gold], N_DISTRACTORS)
+            chosen = [gold, *others]
+            rng.shuffle(chosen)
+            docs = [document(f"rule-{s}", snippets[s]) for s in chosen]
+            answer = str(field(record, "answer", where)).strip()
+            history = field(record, "history", where)
+            if answer.lower() not in FINAL_ANSWERS:
+                clarification, kind = answer, "missing-fact"
+            else:
+                clarification, kind = None, "hard-negative" if history else "clear"
+            messages = _messages(record, where)
+            example = make_example(
+                f"{SOURCE}-{uid}", SOURCE, "post", messages, clarification, kind, docs,
+                keep_opening=True,
+            )  # fmt: skip
+            yield f"{SOURCE}:snippet-{gold}", example
+
+
+def _messages(record: dict[str, Any], where: str) -> list[Message]:
+    """The scenario and question as the first user turn, then the follow-up exchanges (the
+    system asks, the user answers), so the judged turn is the user's latest message."""
+    opening = f"{record.get('scenario', '').strip()} {field(record, 'question', where)}".strip()
+    messages = [user(opening)]
+    for turn in field(record, "history", where):
+        messages += [assistant(turn["follow_up_question"]), user(turn["follow_up_answer"])]
+    return messages

@@ -1,0 +1,159 @@
+"""Question-in-context rewrites: CANARD (Elgohary et al. 2019), TREC CAsT 2019-2021 (Dalton et
+al.), TREC iKAT 2023 (Aliannejadi et al.).
+
+Each gives a context-dependent question ("What did he do next?"), its dialog history and a
+self-contained rewrite. `rewrite_pairs` yields them all, for a rewrite feature. `convert` keeps
+those the history already resolves and turns them into `pre` hard negatives (kind (e)): the
+question looks vague on its own, but every word the rewrite adds is in the (capped) history, so
+there is nothing to ask. TREC CAsT gives only the user's side of the dialog; its histories are
+user turns alone. Grouped by dialog (CANARD) or topic (CAsT, iKAT).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from askbetter.clarifier.source_common import (
+    MAX_HISTORY_MESSAGES,
+    Converted,
+    assistant,
+    exchange,
+    field,
+    load_json,
+    make_example,
+    require_file,
+    user,
+)
+from askbetter.clarifier.types import Message
+
+SOURCE = "rewrites"
+FOLDERS = ("canard", "trec-cast", "trec-ikat")
+CAST_TOPICS = (  # (year, topic file, separate tsv of manual rewrites or None)
+    ("2019", "2019/data/training/train_topics_v1.0.json",
+     "2019/data/training/train_topic_sample_annotated_resolved_v1.0.tsv"),
+    ("2019", "2019/data/evaluation/evaluation_topics_v1.0.json",
+     "2019/data/evaluation/evaluation_topics_annotated_resolved_v1.0.tsv"),
+    ("2020", "2020/2020_manual_evaluation_topics_v1.0.json", None),
+    ("2021", "2021/2021_manual_evaluation_topics_v1.0.nopassage.json", None),
+)  # fmt: skip
+IKAT_TOPICS = ("2023/data/2023_train_topics.json", "2023/data/2023_test_topics.json")
+_WORD = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    "a an the of in on at to for from by with and or but is are was were be been do does did "
+    "what which who whom whose when where why how that this these those it its they them their "
+    "he him his she her you your i me my we our us about as into than then there so not no yes "
+    "s t also other any some more most can could would should will just".split()
+)
+
+
+@dataclass(frozen=True)
+class RewritePair:
+    """A context-dependent question, the dialog before it, and its self-contained rewrite."""
+
+    dataset: str  # canard | trec-cast | trec-ikat
+    group: str  # the dialog or topic
+    turn_id: str
+    history: list[Message]
+    question: str
+    rewrite: str
+
+
+def rewrite_pairs(raw_dir: Path) -> Iterator[RewritePair]:
+    """Every (history, question, rewrite) of the datasets present under `raw_dir`."""
+    readers = {"canard": _canard, "trec-cast": _cast, "trec-ikat": _ikat}
+    for folder, reader in readers.items():
+        if (raw_dir / folder).is_dir():
+            yield from reader(raw_dir / folder)
+
+
+def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
+    """Yield (dialog group, example): a pre hard negative per question its history resolves."""
+    del seed  # nothing random here
+    for pair in rewrite_pairs(raw_dir):
+        history = pair.history[-MAX_HISTORY_MESSAGES:]
+        if resolved_by_history(pair.question, pair.rewrite, history):
+            example = make_example(
+                f"{pair.dataset}-{pair.group}-{pair.turn_id}",
+                pair.dataset,
+                "pre",
+                [*history, user(pair.question)],
+                None,
+                "hard-negative",
+            )
+            yield f"{pair.dataset}:{pair.group}", example
+
+
+def resolved_by_history(question: str, rewrite: str, history: list[Message]) -> bool:
+    """True when the rewrite adds content words to the question and the history holds them all:
+    the question depends on context, and the context settles it."""
+    added = _content_words(rewrite) - _content_words(question)
+    seen = set(_WORD.findall(" ".join(m["content"] for m in history).lower()))
+    return bool(added) and added <= seen
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+
+
+def _canard(folder: Path) -> Iterator[RewritePair]:
+    path = require_file(folder, "dev.json")
+    for i, record in enumerate(load_json(path)):
+        where = f"{path} record {i}"
+        past = field(record, "History", where)[2:]  # the first two are article and section titles
+        history = [m for q, a in zip(past[::2], past[1::2], strict=False) for m in exchange(q, a)]
+        yield RewritePair(
+            "canard",
+            field(record, "QuAC_dialog_id", where),
+            str(field(record, "Question_no", where)),
+            history,
+            field(record, "Question", where),
+            field(record, "Rewrite", where),
+        )
+
+
+def _cast(folder: Path) -> Iterator[RewritePair]:
+    for year, topics_file, tsv_file in CAST_TOPICS:
+        path = require_file(folder, topics_file)
+        manual = _tsv_rewrites(require_file(folder, tsv_file)) if tsv_file else {}
+        for topic in load_json(path):
+            where = f"{path} topic {topic.get('number')!r}"
+            number = field(topic, "number", where)
+            history: list[Message] = []
+            for turn in field(topic, "turn", where):
+                raw = field(turn, "raw_utterance", where)
+                rewrite = turn.get("manual_rewritten_utterance") or manual.get(
+                    f"{number}_{turn['number']}"
+                )
+                if rewrite:
+                    yield RewritePair(
+                        "trec-cast", f"{year}-{number}", str(turn["number"]), list(history), raw,
+                        rewrite,
+                    )  # fmt: skip
+                history.append(user(raw))
+
+
+def _tsv_rewrites(path: Path) -> dict[str, str]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        return {row[0]: row[1] for row in csv.reader(fh, delimiter="\t") if len(row) >= 2}
+
+
+def _ikat(folder: Path) -> Iterator[RewritePair]:
+    for topics_file in IKAT_TOPICS:
+        path = require_file(folder, topics_file)
+        for topic in load_json(path):
+            where = f"{path} topic {topic.get('number')!r}"
+            number = str(field(topic, "number", where))
+            # "9-1", "9-2": branches of one conversation that share their first turns
+            group = number.split("-")[0]
+            history: list[Message] = []
+            for turn in field(topic, "turns", where):
+                utterance = field(turn, "utterance", where)
+                yield RewritePair(
+                    "trec-ikat", group, f"{number}-{turn['turn_id']}", list(history), utterance,
+                    field(turn, "resolved_utterance", where),
+                )  # fmt: skip
+                history += [user(utterance), assistant(str(turn.get("response") or ""))]

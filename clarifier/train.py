@@ -1,0 +1,260 @@
+"""LoRA training of the clarifier: one adapter for both the pre- and post-retrieval checks.
+
+A loop a reader can hold in their head (nanoGPT-style): every knob is a field of `TrainConfig`.
+Examples are tokenised with the same prompt as inference (`askbetter.clarifier.prompt`), the loss
+is on the answer tokens only (`CLEAR` or the reference question, then end-of-turn), and the first
+answer token -- where the decision is read -- is weighted up. Batches are length-bucketed under a
+token budget. A checkpoint (adapter, optimizer, scheduler, step) is written every few steps, and a
+run started again with the same config resumes from it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import resource
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from askbetter.clarifier.examples import Example, read_examples
+from askbetter.clarifier.prompt import CLEAR, prompt_ids
+from askbetter.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    data_dir: Path = Path("data")  # holds train.jsonl and dev.jsonl from `askbetter data build`
+    out_dir: Path = Path("runs/clarifier")
+    base_model: str | None = None  # None: settings.base_model
+    max_examples: int = 3000  # stratified sample of train.jsonl (0: all)
+    dev_examples: int = 400  # dev examples scored to pick the threshold
+    max_input_tokens: int = 384  # prompt content budget (conversation + passages)
+    max_target_tokens: int = 48
+    epochs: int = 1
+    batch_tokens: int = 3072  # padded tokens per batch (length bucketing)
+    max_batch_size: int = 16
+    lr: float = 3e-4
+    warmup_share: float = 0.05
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    target_modules: tuple[str, ...] = (
+        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    first_token_weight: float = 3.0
+    checkpoint_every: int = 20  # steps
+    seed: int = 13
+    threads: int = 0  # 0: torch's default
+    device: str = "cpu"
+    max_steps: int = 0  # 0: no limit (for smoke tests)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["data_dir"], d["out_dir"] = str(self.data_dir), str(self.out_dir)
+        d["target_modules"] = list(self.target_modules)
+        return d
+
+
+@dataclass
+class Encoded:
+    input_ids: list[int]
+    n_prompt: int
+    setting: str = "pre"
+    labels: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.labels = [-100] * self.n_prompt + self.input_ids[self.n_prompt:]
+
+
+def encode(example: Example, tokenizer, cfg: TrainConfig) -> Encoded:
+    """Prompt ids + answer ids (`CLEAR` or the reference question) + end of turn."""
+    prompt = prompt_ids(example["messages"], example["documents"], tokenizer,
+                        cfg.max_input_tokens, "tuned")
+    answer = example["clarification"] if example["clarification"] is not None else CLEAR
+    target = tokenizer(answer.strip(), add_special_tokens=False).input_ids[: cfg.max_target_tokens]
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    target = target + ([end] if isinstance(end, int) and end >= 0 else [tokenizer.eos_token_id])
+    return Encoded(prompt + target, len(prompt), example["setting"])
+
+
+def make_batches(items: list[Encoded], cfg: TrainConfig, rng: random.Random) -> list[list[int]]:
+    """Indices grouped by similar length so that padded tokens stay under `batch_tokens`."""
+    order = sorted(range(len(items)), key=lambda i: len(items[i].input_ids))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        longest = max([len(items[j].input_ids) for j in current] + [len(items[i].input_ids)])
+        if current and (longest * (len(current) + 1) > cfg.batch_tokens
+                        or len(current) >= cfg.max_batch_size):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    rng.shuffle(batches)
+    return batches
+
+
+def collate(items: list[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
+    width = max(len(e.input_ids) for e in items)
+    ids = torch.full((len(items), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(items), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(items), width), dtype=torch.long)
+    first = torch.zeros((len(items), width), dtype=torch.bool)
+    for r, e in enumerate(items):
+        n = len(e.input_ids)
+        ids[r, :n] = torch.tensor(e.input_ids)
+        labels[r, :n] = torch.tensor(e.labels)
+        mask[r, :n] = 1
+        first[r, e.n_prompt] = True
+    return {"input_ids": ids, "labels": labels, "attention_mask": mask, "first": first}
+
+
+def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, first: torch.Tensor,
+                  first_weight: float) -> torch.Tensor:
+    """Next-token cross-entropy on answer tokens; the first answer token weighs `first_weight`."""
+    logits, labels, first = logits[:, :-1].float(), labels[:, 1:], first[:, 1:]
+    per_token = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100,
+        reduction="none").view(labels.shape)
+    weights = (labels != -100).float() * torch.where(first, first_weight, 1.0)
+    return (per_token * weights).sum() / weights.sum()
+
+
+def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path) -> None:
+    tmp = ckpt.with_name(ckpt.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                **state}, tmp / "trainer_state.pt")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    tmp.rename(ckpt)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
+    """Train (or resume) and write the adapter with its threshold and metrics to `out_dir/adapter`."""
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+    from safetensors.torch import load_file
+    from transformers import get_linear_schedule_with_warmup
+
+    from askbetter.clarifier.assets import resolve_base_model, resolve_dtype
+    from askbetter.clarifier.data_build import balanced_sample
+
+    settings = settings or Settings.from_env()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    train_file, dev_file = cfg.data_dir / "train.jsonl", cfg.data_dir / "dev.jsonl"
+    for f in (train_file, dev_file):
+        if not f.is_file():
+            raise FileNotFoundError(f"{f} not found: run `askbetter data build RAW_DIR --out {cfg.data_dir}` first")
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    (cfg.out_dir / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2))
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base = resolve_base_model(cfg.base_model or settings.base_model, settings.cache_dir)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    dtype = resolve_dtype(settings.dtype, cfg.device)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype).to(cfg.device)
+    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                      target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
+    model = get_peft_model(model, lora)
+
+    examples = read_examples(train_file)
+    if cfg.max_examples:
+        examples = balanced_sample(examples, cfg.max_examples, cfg.seed)
+    items = [encode(e, tokenizer, cfg) for e in tqdm(examples, desc="tokenising", leave=False)]
+    rng = random.Random(cfg.seed)
+    plan = [b for _ in range(cfg.epochs) for b in make_batches(items, cfg, rng)]
+    total = min(len(plan), cfg.max_steps) if cfg.max_steps else len(plan)
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(total * cfg.warmup_share), total)
+    state = {"step": 0, "tokens": 0, "seconds": 0.0, "loss_ema": None}
+    ckpt = cfg.out_dir / "checkpoint"
+    if (ckpt / "trainer_state.pt").is_file():
+        saved = torch.load(ckpt / "trainer_state.pt", weights_only=False)
+        set_peft_model_state_dict(model, load_file(ckpt / "adapter_model.safetensors"))
+        optimizer.load_state_dict(saved.pop("optimizer"))
+        scheduler.load_state_dict(saved.pop("scheduler"))
+        state.update(saved)
+        log.warning("Resuming from %s at step %d/%d", ckpt, state["step"], total)
+
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    use_autocast = dtype == torch.bfloat16
+    model.train()
+    log_file = (cfg.out_dir / "train_log.jsonl").open("a")
+    bar = tqdm(total=total, initial=state["step"], desc="training", unit="step")
+    while state["step"] < total:
+        started = time.perf_counter()
+        batch = collate([items[i] for i in plan[state["step"]]], pad_id)
+        with torch.autocast(device_type=cfg.device.split(":")[0], dtype=torch.bfloat16,
+                            enabled=use_autocast):
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        loss = weighted_loss(logits, batch["labels"], batch["first"], cfg.first_token_weight)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        state["step"] += 1
+        state["tokens"] += int(batch["attention_mask"].sum())
+        state["seconds"] += time.perf_counter() - started
+        ema = state["loss_ema"]
+        state["loss_ema"] = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
+        log_file.write(json.dumps({"step": state["step"], "loss": round(loss.item(), 4),
+                                   "lr": scheduler.get_last_lr()[0], "tokens": state["tokens"],
+                                   "seconds": round(state["seconds"], 1)}) + "\n")
+        log_file.flush()
+        bar.set_postfix(loss=f"{state['loss_ema']:.3f}", tok_s=f"{state['tokens'] / state['seconds']:.0f}")
+        bar.update(1)
+        if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
+            _save_checkpoint(model, optimizer, scheduler, state, ckpt)
+    bar.close()
+    log_file.close()
+    return finish(model, tokenizer, cfg, state, dev_file, len(items))
+
+
+def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_train: int) -> Path:
+    """Pick the threshold on dev, then write the adapter and its clarifier config."""
+    from askbetter.clarifier.assets import LoadedModel
+    from askbetter.clarifier.data_build import balanced_sample
+    from askbetter.clarifier.metrics import pick_threshold
+    from askbetter.clarifier.local import CLARIFIER_CONFIG, LocalClarifier
+
+    model.eval()
+    out = cfg.out_dir / "adapter"
+    clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens)
+    dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed) if cfg.dev_examples else []
+    labels = [e["clarification"] is not None for e in dev]
+    scores = [clarifier.score(e["messages"], e["documents"]) for e in tqdm(dev, desc="dev threshold")]
+    threshold = pick_threshold(labels, scores) if dev else 0.5
+    model.save_pretrained(out)
+    meta = {
+        "threshold": threshold,
+        "prompt_style": "tuned",
+        "max_input_tokens": cfg.max_input_tokens,
+        "dev_examples": len(dev),
+        "dev_accuracy_at_threshold": (sum((s >= threshold) == y for s, y in zip(scores, labels))
+                                      / len(dev)) if dev else None,
+        "training": {"steps": state["step"], "train_examples": n_train, "tokens_seen": state["tokens"],
+                     "train_seconds": round(state["seconds"], 1), "peak_rss_mb": round(_peak_rss_mb()),
+                     "config": cfg.to_json()},
+    }
+    (out / CLARIFIER_CONFIG).write_text(json.dumps(meta, indent=2))
+    log.warning("Adapter written to %s (threshold %.3f)", out, threshold)
+    return out

@@ -1,0 +1,144 @@
+"""Ingest files into a Chroma collection: read, chunk, embed, store; safe to run again.
+
+Chunk ids come from the chunk's text alone (see `chunk_id`), and a batch stores only the ids the
+collection lacks. So re-ingesting the same files adds nothing and re-embeds nothing, and an
+interrupted ingestion is resumed by running it again. Changed files add new chunks; the chunks
+of their old version stay until the collection is rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tqdm.auto import tqdm
+
+from askbetter.retrieval.chunking import chunk_id, chunk_text
+from askbetter.retrieval.errors import RetrievalError
+from askbetter.retrieval.loaders import (
+    SUPPORTED_SUFFIXES,
+    Metadata,
+    SkipFile,
+    SourceDocument,
+    load_file,
+)
+
+if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
+
+
+@dataclass
+class IngestReport:
+    files_seen: int = 0
+    files_ingested: int = 0
+    chunks_added: int = 0
+    chunks_present: int = 0  # already in the collection (or repeated within this run)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file or file:line, reason)
+
+    def summary(self) -> str:
+        lines = [
+            f"{self.files_ingested}/{self.files_seen} files ingested: "
+            f"{self.chunks_added} chunks added, {self.chunks_present} already present, "
+            f"{len(self.skipped)} skipped"
+        ]
+        lines += [f"  skipped {where}: {why}" for where, why in self.skipped]
+        return "\n".join(lines)
+
+
+def ingest(
+    paths: Iterable[str | Path],
+    collection: "Collection",
+    chunk_size: int = 800,
+    chunk_overlap: int = 120,
+    *,
+    progress: bool = True,
+    batch_size: int = 64,
+) -> IngestReport:
+    """Ingest files and folders (recursively: .txt, .md, .pdf, .jsonl) into `collection`.
+
+    Unusable files and JSON lines are skipped and listed in the report; the rest is ingested.
+    """
+    files = _discover(paths)
+    report = IngestReport(files_seen=len(files))
+    chunks = _read(files, chunk_size, chunk_overlap, report, progress)
+    ids = list(chunks)
+    with tqdm(total=len(ids), desc="embed and store", unit="chunk", disable=not progress) as bar:
+        for start in range(0, len(ids), batch_size):
+            batch = ids[start : start + batch_size]
+            added = _store_new(collection, batch, chunks)
+            report.chunks_added += added
+            report.chunks_present += len(batch) - added
+            bar.update(len(batch))
+    return report
+
+
+def _read(
+    files: list[Path], chunk_size: int, chunk_overlap: int, report: IngestReport, progress: bool
+) -> dict[str, tuple[str, Metadata]]:
+    """Chunk id -> (text, metadata) for every readable file; skips and repeats go to `report`."""
+    chunks: dict[str, tuple[str, Metadata]] = {}
+    for path in tqdm(files, desc="read", unit="file", disable=not progress):
+        try:
+            loaded = load_file(path)
+        except SkipFile as exc:
+            report.skipped.append((str(path), str(exc)))
+            continue
+        report.skipped.extend(loaded.skipped)
+        for document in loaded.documents:
+            for index, text in enumerate(chunk_text(document.text, chunk_size, chunk_overlap)):
+                key = chunk_id(text)
+                if key in chunks:  # the same text twice in this run: stored once
+                    report.chunks_present += 1
+                else:
+                    chunks[key] = (text, _metadata(document, index))
+        report.files_ingested += 1
+    return chunks
+
+
+def _metadata(document: SourceDocument, index: int) -> Metadata:
+    """A JSONL record's own fields may replace `source` (e.g. a URL), never `title` or `chunk`."""
+    return {"source": document.source, **document.metadata, "title": document.title, "chunk": index}
+
+
+def _discover(paths: Iterable[str | Path]) -> list[Path]:
+    """Files named directly (any type: unsupported ones get reported), plus the supported files
+    under each folder, recursively, skipping hidden ones; in order, without repeats."""
+    found: dict[Path, None] = {}
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise RetrievalError(f"{path} does not exist")
+        if path.is_dir():
+            for file in sorted(path.rglob("*")):
+                relative = file.relative_to(path).parts
+                hidden = any(part.startswith(".") for part in relative)
+                if file.is_file() and not hidden and file.suffix.lower() in SUPPORTED_SUFFIXES:
+                    found.setdefault(file, None)
+        else:
+            found.setdefault(path, None)
+    return list(found)
+
+
+def _store_new(
+    collection: "Collection", ids: list[str], chunks: dict[str, tuple[str, Metadata]]
+) -> int:
+    """Add the chunks among `ids` that the collection lacks; return how many were added."""
+    from chromadb.errors import ChromaError
+
+    try:
+        present = set(collection.get(ids=ids, include=[])["ids"])
+        new = [i for i in ids if i not in present]
+        if new:
+            collection.add(
+                ids=new,
+                documents=[chunks[i][0] for i in new],
+                metadatas=[chunks[i][1] for i in new],  # type: ignore[misc]
+            )
+    except ChromaError as exc:
+        raise RetrievalError(
+            f"writing to collection {collection.name!r} failed: {exc}. The chunks stored so far "
+            "are kept; run the same ingestion again to continue"
+        ) from exc
+    return len(new)

@@ -1,0 +1,133 @@
+"""Read the files ingestion accepts (.txt, .md, .pdf, .jsonl) into documents with a title.
+
+A file that cannot be used raises `SkipFile` with the reason; a JSON-lines file also reports its
+broken lines one by one while its good lines are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+SUPPORTED_SUFFIXES = (".txt", ".md", ".pdf", ".jsonl")
+_HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+
+class SkipFile(Exception):
+    """The whole file is unusable; the message is the reason shown to the user."""
+
+
+Metadata = dict[str, str | int | float | bool]  # what Chroma can store
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    text: str
+    title: str
+    source: str  # the file path
+    metadata: Metadata = field(default_factory=dict)
+
+
+@dataclass
+class Loaded:
+    documents: list[SourceDocument] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why) for partial losses
+
+
+def load_file(path: Path) -> Loaded:
+    """The documents in `path`; raises `SkipFile` when none can be read."""
+    reader = _READERS.get(path.suffix.lower())
+    if reader is None:
+        accepted = ", ".join(SUPPORTED_SUFFIXES)
+        raise SkipFile(f"unsupported file type {path.suffix or '(none)'}; accepted: {accepted}")
+    try:
+        return reader(path)
+    except OSError as exc:
+        raise SkipFile(f"cannot read the file: {exc.strerror or exc}") from exc
+
+
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SkipFile(
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); convert it to UTF-8"
+        ) from exc
+    if not text.strip():
+        raise SkipFile("empty file")
+    return text
+
+
+def _load_plain(path: Path) -> Loaded:
+    return Loaded([SourceDocument(_read_text(path), path.stem, str(path))])
+
+
+def _load_markdown(path: Path) -> Loaded:
+    text = _read_text(path)
+    heading = _HEADING.search(text)
+    return Loaded([SourceDocument(text, heading.group(1) if heading else path.stem, str(path))])
+
+
+def _load_pdf(path: Path) -> Loaded:
+    from pypdf import PdfReader
+
+    try:
+        reader = PdfReader(path)
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = reader.metadata.title if reader.metadata else None
+    except OSError:
+        raise
+    except Exception as exc:  # pypdf raises many types for damaged or encrypted files
+        raise SkipFile(f"unreadable PDF: {exc}") from exc
+    text = "\n\n".join(page.strip() for page in pages if page.strip())
+    if not text:
+        raise SkipFile("no extractable text in the PDF (a scan without a text layer?)")
+    return Loaded([SourceDocument(text, str(title).strip() if title else path.stem, str(path))])
+
+
+def _load_jsonl(path: Path) -> Loaded:
+    """One document per line: an object with a `text` field, optional `title`, `id` and metadata."""
+    loaded = Loaded()
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            loaded.skipped.append((where, f"not valid JSON: {exc.msg}"))
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            loaded.skipped.append((where, 'not an object with a string "text" field'))
+            continue
+        if not record["text"].strip():
+            loaded.skipped.append((where, "empty text"))
+            continue
+        title = str(record.get("title") or f"{path.stem} line {number}")
+        metadata = _scalar_fields(record, exclude=("text", "title"))
+        loaded.documents.append(SourceDocument(record["text"], title, str(path), metadata))
+    if not loaded.documents:
+        broken = f" ({len(loaded.skipped)} broken)" if loaded.skipped else ""
+        raise SkipFile(f"no usable lines{broken}")
+    return loaded
+
+
+def _scalar_fields(record: dict[str, Any], exclude: tuple[str, ...]) -> Metadata:
+    """The fields Chroma can store as metadata (strings, numbers, booleans); others are dropped."""
+    return {
+        str(key): value
+        for key, value in record.items()
+        if key not in exclude and isinstance(value, (str, int, float, bool))
+    }
+
+
+_READERS: dict[str, Callable[[Path], Loaded]] = {
+    ".txt": _load_plain,
+    ".md": _load_markdown,
+    ".pdf": _load_pdf,
+    ".jsonl": _load_jsonl,
+}

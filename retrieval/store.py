@@ -1,0 +1,162 @@
+"""Chroma: the client (embedded folder, server, or in-memory), the collection, and top-k search.
+
+Collections use the cosine space, so a passage's score is 1 - cosine distance, clipped to [0, 1].
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from askbetter.retrieval.embeddings import make_embedding_function
+from askbetter.retrieval.errors import RetrievalError
+from askbetter.retrieval.types import Passage
+from askbetter.settings import Settings
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import EmbeddingFunction
+
+
+def make_client(settings: Settings, *, ephemeral: bool = False) -> "ClientAPI":
+    """An in-memory client when `ephemeral` (tests), an `HttpClient` when `settings.chroma_host` is
+    set, else an embedded `PersistentClient` on `settings.chroma_path`."""
+    import chromadb
+
+    if ephemeral:
+        return chromadb.EphemeralClient()
+    if settings.chroma_host:
+        try:
+            return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port)
+        except Exception as exc:  # chromadb raises a bare ValueError, httpx its own errors
+            raise RetrievalError(
+                f"cannot reach Chroma at {settings.chroma_host}:{settings.chroma_port} ({exc}); "
+                f"start it with `chroma run --path {settings.chroma_path} "
+                f"--port {settings.chroma_port}`, or unset ASKBETTER_CHROMA_HOST to use a local folder"
+            ) from exc
+    return _persistent_client(Path(settings.chroma_path))
+
+
+def _persistent_client(path: Path) -> "ClientAPI":
+    import chromadb
+    from chromadb.errors import ChromaError
+
+    hint = "set ASKBETTER_CHROMA_PATH to a writable folder"
+    if path.exists() and not path.is_dir():
+        raise RetrievalError(f"the Chroma path {path} is a file, not a folder; {hint}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise RetrievalError(f"cannot create the Chroma folder {path}: {reason}; {hint}") from exc
+    if not os.access(path, os.W_OK):
+        raise RetrievalError(f"the Chroma folder {path} is not writable; {hint}")
+    try:
+        return chromadb.PersistentClient(path=str(path))
+    except (ChromaError, OSError) as exc:
+        raise RetrievalError(f"cannot open the Chroma folder {path}: {_explain(exc)}") from exc
+
+
+def _explain(exc: Exception) -> str:
+    """Chroma's message, plus what to do when the folder is locked by another process."""
+    message = str(exc) or type(exc).__name__
+    if "lock" in message.lower():
+        message += (
+            " (another process holds the folder: a `chroma run` server or another askbetter "
+            "process; stop it, or set ASKBETTER_CHROMA_HOST to use that server)"
+        )
+    return message
+
+
+def open_collection(
+    settings: Settings,
+    *,
+    client: "ClientAPI | None" = None,
+    embedding_function: "EmbeddingFunction[Any] | None" = None,
+) -> "Collection":
+    """The collection `settings.collection` (created, in the cosine space, if missing).
+
+    `client` defaults to `make_client(settings)`, `embedding_function` to the model named by
+    `settings.embedding_model` on `settings.device`.
+    """
+    from chromadb.errors import ChromaError
+
+    client = client if client is not None else make_client(settings)
+    if embedding_function is None:
+        embedding_function = make_embedding_function(settings.embedding_model, settings.device)
+    name = settings.collection
+    try:
+        return client.get_or_create_collection(
+            name,
+            embedding_function=embedding_function,
+            # a fresh dict each time: Chroma writes the embedding function into it
+            configuration={"hnsw": {"space": "cosine"}},
+        )
+    except ValueError as exc:  # the collection was built with another embedding function
+        raise RetrievalError(
+            f"cannot open collection {name!r}: {exc}. Use the embedding model it was built with, "
+            "or another collection name (ASKBETTER_COLLECTION)"
+        ) from exc
+    except ChromaError as exc:
+        raise RetrievalError(f"cannot open collection {name!r}: {_explain(exc)}") from exc
+
+
+class ChromaRetriever:
+    """Top-k search over one Chroma collection (the `Retriever` protocol)."""
+
+    def __init__(self, collection: "Collection") -> None:
+        self.collection = collection
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        client: "ClientAPI | None" = None,
+        embedding_function: "EmbeddingFunction[Any] | None" = None,
+    ) -> "ChromaRetriever":
+        return cls(open_collection(settings, client=client, embedding_function=embedding_function))
+
+    def search(self, query: str, k: int = 4) -> list[Passage]:
+        """The `k` passages closest to `query`, best first."""
+        from chromadb.errors import ChromaError
+
+        if not query.strip():
+            raise ValueError("cannot search for an empty query")
+        if k < 1:
+            raise ValueError(f"k must be >= 1, not {k}")
+        name = self.collection.name
+        try:
+            if self.collection.count() == 0:
+                raise RetrievalError(f"collection {name!r} is empty: run `askbetter ingest PATH` first")
+            result = self.collection.query(
+                query_texts=[query], n_results=k, include=["documents", "metadatas", "distances"]
+            )
+        except ChromaError as exc:
+            raise RetrievalError(f"search in collection {name!r} failed: {_explain(exc)}") from exc
+        return [
+            _passage(chunk_id, text, metadata, distance)
+            for chunk_id, text, metadata, distance in zip(
+                result["ids"][0],
+                (result["documents"] or [[]])[0],
+                (result["metadatas"] or [[]])[0],
+                (result["distances"] or [[]])[0],
+            )
+        ]
+
+
+def _passage(chunk_id: str, text: str | None, metadata: Any, distance: float) -> Passage:
+    meta = dict(metadata or {})
+    passage: Passage = {
+        "id": chunk_id,
+        "text": text or "",
+        "score": min(1.0, max(0.0, 1.0 - float(distance))),
+        "metadata": meta,
+    }
+    if "title" in meta:
+        passage["title"] = str(meta["title"])
+    if "source" in meta:
+        passage["source"] = str(meta["source"])
+    return passage

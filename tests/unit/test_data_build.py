@@ -1,0 +1,454 @@
+"""`askbetter data build` on the fixture slice in tests/fixtures/raw (a few records per dataset)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from askbetter.clarifier import (
+    source_abg_coqa,
+    source_ambignq,
+    source_or_sharc,
+    source_pacific,
+    source_rewrites,
+)
+from askbetter.clarifier.data_build import (
+    SPLITS,
+    BuildReport,
+    balanced_sample,
+    build_dataset,
+    format_counts,
+    share_limits,
+    split_of,
+)
+from askbetter.clarifier.examples import Example, read_examples, validate_example
+from askbetter.clarifier.source_common import (
+    MAX_DOC_CHARS,
+    MAX_HISTORY_MESSAGES,
+    RawDataError,
+    document,
+    make_example,
+    user,
+)
+
+RAW = Path(__file__).resolve().parents[1] / "fixtures" / "raw"
+CONVERTERS = (source_abg_coqa, source_pacific, source_or_sharc, source_ambignq, source_rewrites)
+
+
+def converted(module) -> list[tuple[str, Example]]:
+    return list(module.convert(RAW, 13))
+
+
+def tally(pairs: list[tuple[str, Example]]) -> Counter:
+    return Counter(
+        (ex["source"], ex["setting"], ex["kind"], ex["clarification"] is not None)
+        for _, ex in pairs
+    )
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[BuildReport, dict[str, list[Example]]]:
+    out = tmp_path_factory.mktemp("built")
+    report = build_dataset(RAW, out, seed=13, progress=False)
+    return report, {s: read_examples(out / f"{s}.jsonl") for s in SPLITS}
+
+
+# --- converters ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        (
+            source_abg_coqa,
+            {
+                ("abg-coqa", setting, kind, label): n
+                for setting in ("pre", "post")
+                for kind, label, n in (
+                    ("ambiguous", True, 3),
+                    ("clear", False, 4),
+                    ("hard-negative", False, 5),  # 1 + 2 + 2 resolving replies (a bare "No" is not)
+                )
+            },
+        ),
+        (
+            source_pacific,
+            {
+                ("pacific", setting, kind, label): n
+                for setting in ("pre", "post")
+                for kind, label, n in (
+                    ("underspecified", True, 3),
+                    ("clear", False, 3),
+                    ("hard-negative", False, 6),  # 3 answered clarifications + 3 disambiguated
+                )
+            },
+        ),
+        (
+            source_or_sharc,
+            {
+                ("or-sharc", "post", "missing-fact", True): 3,
+                ("or-sharc", "post", "hard-negative", False): 2,
+                ("or-sharc", "post", "clear", False): 1,
+            },
+        ),
+        (
+            source_ambignq,
+            {  # 4 ambiguous and 4 single-answer questions; one with mixed annotations is skipped
+                ("ambignq", "pre", "ambiguous", True): 4,
+                ("ambignq", "pre", "clear", False): 4,
+                ("ambignq", "post", "ambiguous", True): 4,
+                ("ambignq", "post", "hard-negative", False): 4,
+                ("ambignq", "post", "clear", False): 4,
+            },
+        ),
+        (
+            source_rewrites,
+            {
+                ("canard", "pre", "hard-negative", False): 3,
+                ("trec-cast", "pre", "hard-negative", False): 5,
+                ("trec-ikat", "pre", "hard-negative", False): 1,
+            },
+        ),
+    ],
+    ids=lambda v: getattr(v, "SOURCE", ""),
+)
+def test_converter_counts_per_setting_kind_and_label(module, expected):
+    assert dict(tally(converted(module))) == expected
+
+
+@pytest.mark.parametrize("module", CONVERTERS, ids=lambda m: m.SOURCE)
+def test_converted_examples_validate_with_unique_ids_and_capped_sizes(module):
+    pairs = converted(module)
+    ids = [ex["id"] for _, ex in pairs]
+    assert len(ids) == len(set(ids))
+    for group, ex in pairs:
+        assert validate_example(json.loads(json.dumps(ex))) == ex
+        assert group and ex["messages"][-1]["role"] == "user"
+        assert len(ex["messages"]) <= MAX_HISTORY_MESSAGES + 1
+        assert all(len(d["text"]) <= MAX_DOC_CHARS for d in ex["documents"])
+        assert bool(ex["documents"]) == (ex["setting"] == "post")
+
+
+def test_converters_are_deterministic_and_seeded():
+    first, again = converted(source_or_sharc), converted(source_or_sharc)
+    assert first == again
+    other_seed = list(source_or_sharc.convert(RAW, 99))
+    assert [ex["documents"] for _, ex in first] != [ex["documents"] for _, ex in other_seed]
+
+
+# --- hard negatives of each kind -------------------------------------------------------------
+
+
+def by_id(pairs: list[tuple[str, Example]]) -> dict[str, Example]:
+    return {ex["id"]: ex for _, ex in pairs}
+
+
+def test_hard_negative_a_clarification_answered_in_the_history():
+    abg = by_id(converted(source_abg_coqa))
+    resolved = [ex for i, ex in abg.items() if "-resolved" in i]
+    assert resolved
+    for ex in resolved:
+        asked = abg[ex["id"].split("-resolved")[0] + "-" + ex["setting"]]
+        assert asked["kind"] == "ambiguous" and asked["clarification"]
+        assert ex["kind"] == "hard-negative" and ex["clarification"] is None
+        assert ex["messages"][-2] == {"role": "assistant", "content": asked["clarification"]}
+        assert ex["messages"][-3] == asked["messages"][-1]  # the vague question, now resolved
+        assert ex["documents"] == asked["documents"]
+    pacific = [ex for _, ex in converted(source_pacific)]
+    questions = {ex["clarification"] for ex in pacific if ex["clarification"]}
+    answered = [
+        ex for ex in pacific if ex["kind"] == "hard-negative" and "disambiguated" not in ex["id"]
+    ]
+    assert len(answered) == 6
+    for ex in answered:
+        assert ex["clarification"] is None
+        assert ex["messages"][-2]["role"] == "assistant"
+        assert ex["messages"][-2]["content"] in questions
+
+
+def test_hard_negative_b_pacific_disambiguated_question():
+    pacific = by_id(converted(source_pacific))
+    disambiguated = [ex for i, ex in pacific.items() if "-disambiguated" in i]
+    assert len(disambiguated) == 6
+    for ex in disambiguated:
+        vague = pacific[ex["id"].replace("-disambiguated", "")]
+        assert vague["kind"] == "underspecified" and vague["clarification"]
+        assert ex["kind"] == "hard-negative" and ex["clarification"] is None
+        assert ex["messages"][:-1] == vague["messages"][:-1]
+        assert ex["messages"][-1] != vague["messages"][-1]
+
+
+def test_hard_negative_c_or_sharc_history_supplies_the_fact():
+    pairs = converted(source_or_sharc)
+    hard = [ex for _, ex in pairs if ex["kind"] == "hard-negative"]
+    assert hard
+    for ex in hard:
+        assert ex["clarification"] is None
+        assert [m["role"] for m in ex["messages"][-2:]] == ["assistant", "user"]
+        assert len(ex["documents"]) == 1 + source_or_sharc.N_DISTRACTORS
+    plain = [ex for _, ex in pairs if ex["kind"] == "clear"]
+    assert all(len(ex["messages"]) == 1 for ex in plain)
+
+
+def test_hard_negative_d_ambignq_passages_support_one_reading():
+    pairs = by_id(converted(source_ambignq))
+    one_reading = [ex for i, ex in pairs.items() if i.endswith("-one-reading-post")]
+    assert len(one_reading) == 4
+    for ex in one_reading:
+        both = pairs[ex["id"].replace("-one-reading", "")]
+        assert both["kind"] == "ambiguous" and both["clarification"]
+        assert ex["kind"] == "hard-negative" and ex["clarification"] is None
+        shared = {d["text"] for d in ex["documents"]} & {d["text"] for d in both["documents"]}
+        assert len(shared) == 1 and len(ex["documents"]) == len(both["documents"]) == 2
+
+
+def test_hard_negative_e_rewrites_resolved_by_the_history():
+    pairs = converted(source_rewrites)
+    assert {ex["source"] for _, ex in pairs} == {"canard", "trec-cast", "trec-ikat"}
+    for _, ex in pairs:
+        assert ex["kind"] == "hard-negative" and ex["clarification"] is None
+        assert ex["setting"] == "pre" and len(ex["messages"]) > 1
+
+
+def test_rewrite_pairs_keep_the_rewrites_for_a_rewrite_feature():
+    pairs = list(source_rewrites.rewrite_pairs(RAW))
+    assert Counter(p.dataset for p in pairs) == {"canard": 9, "trec-cast": 16, "trec-ikat": 8}
+    assert all(p.rewrite and p.question for p in pairs)
+    assert any(p.rewrite != p.question for p in pairs)
+
+
+def test_resolved_by_history_needs_the_added_words_in_the_history():
+    history = [user("Who founded Microsoft?"), {"role": "assistant", "content": "Bill Gates."}]
+    assert source_rewrites.resolved_by_history(
+        "When was he born?", "When was Bill Gates born?", history
+    )
+    assert not source_rewrites.resolved_by_history(
+        "When was he born?", "When was Steve Jobs born?", history
+    )
+    assert not source_rewrites.resolved_by_history("Who is he?", "Who is he?", history)
+
+
+# --- pieces of the converters ----------------------------------------------------------------
+
+
+def test_ambignq_clarification_names_the_readings_briefly():
+    ask = source_ambignq.clarification_for(
+        [
+            "Who played rizzo in the 1978 film grease?",
+            "Who played rizzo in the 1971 musical grease?",
+        ]
+    )
+    assert ask == "Do you mean who played rizzo in the 1978 film grease, or the 1971 musical?"
+    three = source_ambignq.clarification_for(
+        [f"Who is the {n} chairman of african union commission?" for n in ("4th", "3rd", "2nd")]
+    )
+    assert three == (
+        "Do you mean who is the 4th chairman of african union commission, the 3rd, or the 2nd?"
+    )
+    long = source_ambignq.clarification_for(["Who " + "very " * 60 + "long?", "What else?"])
+    assert len(long) <= source_ambignq.MAX_CLARIFICATION_CHARS and long.endswith("?")
+    assert long.count("?") == 1
+
+
+def test_pacific_table_rendered_as_rows_of_cells():
+    rows = [["", "2019", "2018"], ["", "", ""], ["Sales", "$  1.5", "2"]]
+    text = source_pacific.render_table(rows)
+    assert text == " | 2019 | 2018\nSales | $ 1.5 | 2"
+
+
+def test_history_capped_to_the_last_messages():
+    messages = [user(f"q{i}") for i in range(20)]
+    ex = make_example("x", "s", "post", messages, None, "clear", [document("d", "x" * 9000)])
+    assert [m["content"] for m in ex["messages"]] == [f"q{i}" for i in range(13, 20)]
+    assert len(ex["documents"][0]["text"]) == MAX_DOC_CHARS
+    opening = make_example("y", "s", "pre", messages, None, "clear", keep_opening=True)
+    assert [m["content"] for m in opening["messages"]] == ["q0"] + [f"q{i}" for i in range(14, 20)]
+    short = make_example("z", "s", "pre", messages[:4], None, "clear", keep_opening=True)
+    assert short["messages"] == messages[:4]
+
+
+# --- the build -------------------------------------------------------------------------------
+
+
+def test_build_writes_valid_shuffled_splits_and_counts_them(built):
+    report, splits = built
+    all_examples = [ex for examples in splits.values() for ex in examples]
+    assert len({ex["id"] for ex in all_examples}) == len(all_examples) == report.total()
+    for split, examples in splits.items():
+        assert report.total(split) == len(examples)
+        assert report.files[split].name == f"{split}.jsonl"
+    counted = Counter(
+        (s, ex["source"], ex["setting"], ex["kind"], "clarify" if ex["clarification"] else "clear")
+        for s, examples in splits.items()
+        for ex in examples
+    )
+    assert counted == report.counts
+    assert all(ex["kind"] == "hard-negative" for ex in all_examples if "-resolved" in ex["id"])
+    sources = {ex["source"] for ex in all_examples}
+    assert sources == {"abg-coqa", "pacific", "or-sharc", "ambignq", "canard", "trec-cast",
+                       "trec-ikat"}  # fmt: skip
+    hard_sources = {ex["source"] for ex in all_examples if ex["kind"] == "hard-negative"}
+    assert hard_sources == sources
+    assert all(ex["clarification"] is None for ex in all_examples if ex["kind"] == "hard-negative")
+    clarify_share = sum(ex["clarification"] is not None for ex in all_examples) / len(all_examples)
+    assert 0.35 <= clarify_share <= 0.55
+    train_sources = [ex["source"] for ex in splits["train"]]
+    runs = 1 + sum(a != b for a, b in zip(train_sources, train_sources[1:]))
+    assert runs > 2 * len(set(train_sources))  # shuffled, not one block per source
+
+
+def test_no_group_lies_in_two_splits(built):
+    _, splits = built
+    group_of = {ex["id"]: g for module in CONVERTERS for g, ex in converted(module)}
+    seen: dict[str, str] = {}
+    for split, examples in splits.items():
+        for ex in examples:
+            assert seen.setdefault(group_of[ex["id"]], split) == split
+    assert len(set(seen.values())) > 1
+
+
+def test_split_is_about_80_10_10_by_group():
+    shares = Counter(split_of(f"group-{i}", 13) for i in range(5000))
+    assert 3850 < shares["train"] < 4150 and 400 < shares["dev"] < 600
+    assert 400 < shares["test"] < 600
+    assert split_of("group-7", 13) == split_of("group-7", 13)
+
+
+def test_same_seed_same_files_other_seed_differs(tmp_path, built):
+    report, _ = built
+    again = build_dataset(RAW, tmp_path / "again", seed=13, progress=False)
+    other = build_dataset(RAW, tmp_path / "other", seed=14, progress=False)
+    for split in SPLITS:
+        assert again.files[split].read_bytes() == report.files[split].read_bytes()
+    assert any(
+        other.files[s].read_bytes() != report.files[s].read_bytes() for s in SPLITS
+    )
+
+
+def test_format_counts_prints_a_row_per_cell_and_the_totals(built):
+    report, _ = built
+    table = format_counts(report)
+    lines = table.splitlines()
+    assert lines[0].split() == ["source", "setting", "kind", "label", *SPLITS, "total"]
+    assert any(line.split()[:4] == ["pacific", "pre", "hard-negative", "clear"] for line in lines)
+    total_line = next(line for line in lines if line.startswith("total"))
+    assert total_line.split()[-1] == str(report.total())
+    assert "clarify share" in table and "hard-neg share of negatives" in table
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+def copy_raw(tmp_path: Path, without: str | None = None) -> Path:
+    raw = tmp_path / "raw"
+    shutil.copytree(RAW, raw)
+    if without:
+        shutil.rmtree(raw / without)
+    return raw
+
+
+def test_missing_raw_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="raw data folder not found"):
+        build_dataset(tmp_path / "nowhere", tmp_path / "out", progress=False)
+
+
+def test_missing_required_dataset_folder_names_it(tmp_path):
+    raw = copy_raw(tmp_path, without="pacific")
+    with pytest.raises(FileNotFoundError, match=r"pacific.*not found"):
+        build_dataset(raw, tmp_path / "out", progress=False)
+
+
+def test_missing_optional_dataset_is_skipped_and_reported(tmp_path):
+    raw = copy_raw(tmp_path, without="or-sharc")
+    shutil.rmtree(raw / "trec-ikat")
+    report = build_dataset(raw, tmp_path / "out", progress=False)
+    assert report.skipped == ["or-sharc", "trec-ikat"]
+    assert not any(k[1] in ("or-sharc", "trec-ikat") for k in report.counts)
+    assert any(k[1] == "canard" for k in report.counts)
+    assert "skipped absent dataset folders: or-sharc, trec-ikat" in format_counts(report)
+
+
+def test_missing_file_names_it(tmp_path):
+    raw = copy_raw(tmp_path)
+    (raw / "abg-coqa" / "coqa_abg_test.json").unlink()
+    with pytest.raises(RawDataError, match="coqa_abg_test.json"):
+        build_dataset(raw, tmp_path / "out", progress=False)
+
+
+def test_broken_json_names_the_file_and_line(tmp_path):
+    raw = copy_raw(tmp_path)
+    path = raw / "or-sharc" / "open_retrieval_sharc_dev.json"
+    path.write_text(path.read_text() + "{not json\n")
+    with pytest.raises(RawDataError, match=r"open_retrieval_sharc_dev.json:5: not valid JSON"):
+        build_dataset(raw, tmp_path / "out", progress=False)
+
+
+def test_record_without_a_field_names_the_field(tmp_path):
+    raw = copy_raw(tmp_path)
+    path = raw / "pacific" / "validation.json"
+    dialogues = json.loads(path.read_text())
+    del dialogues[1]["paragraphs"]
+    path.write_text(json.dumps(dialogues))
+    with pytest.raises(RawDataError, match=r"json dialogue 1: missing field 'paragraphs'"):
+        build_dataset(raw, tmp_path / "out", progress=False)
+
+
+def test_repeated_inputs_are_dropped_and_conflicting_ones_entirely(tmp_path, built):
+    assert built[0].repeats_dropped == 0
+    raw = copy_raw(tmp_path)
+    path = raw / "ambignq" / "dev_light.json"
+    questions = json.loads(path.read_text())
+    ambiguous = next(q for q in questions if q["annotations"][0]["type"] == "multipleQAs")
+    path.write_text(json.dumps([*questions, {**ambiguous, "id": "again"}]))
+    report = build_dataset(raw, tmp_path / "out", progress=False)
+    assert report.repeats_dropped == 1  # the copy's pre example; its post one has other passages
+    single = {"type": "singleAnswer", "answer": ["x"]}
+    path.write_text(json.dumps([*questions, {**ambiguous, "id": "other", "annotations": [single]}]))
+    report = build_dataset(raw, tmp_path / "out", progress=False)
+    assert report.repeats_dropped == 2  # same question, labels disagree: both pre examples go
+    written = {ex["id"] for f in report.files.values() for ex in read_examples(f)}
+    assert f"ambignq-{ambiguous['id']}-pre" not in written and "ambignq-other-pre" not in written
+
+
+# --- sampling --------------------------------------------------------------------------------
+
+
+def fake_examples() -> list[Example]:
+    cells = {("a", "pre", True): 300, ("a", "pre", False): 500, ("b", "post", True): 150,
+             ("b", "post", False): 40, ("c", "pre", False): 10}  # fmt: skip
+    return [
+        make_example(f"{src}-{st}-{lab}-{i}", src, st, [user("q")], "ask?" if lab else None,
+                     "ambiguous" if lab else "clear", [document("d", "t")])  # fmt: skip
+        for (src, st, lab), n in cells.items()
+        for i in range(n)
+    ]
+
+
+def test_balanced_sample_is_stratified_and_deterministic():
+    examples = fake_examples()
+    sample = balanced_sample(examples, 100, seed=3)
+    assert len(sample) == 100 and len({ex["id"] for ex in sample}) == 100
+    strata = Counter(
+        (ex["source"], ex["setting"], ex["clarification"] is not None) for ex in sample
+    )
+    assert strata == {("a", "pre", True): 30, ("a", "pre", False): 50, ("b", "post", True): 15,
+                      ("b", "post", False): 4, ("c", "pre", False): 1}  # fmt: skip
+    assert balanced_sample(examples, 100, seed=3) == sample
+    assert balanced_sample(examples, 100, seed=4) != sample
+    tiny = balanced_sample(examples, 5, seed=3)
+    assert len({(ex["source"], ex["setting"], ex["clarification"]) for ex in tiny}) == 5
+    assert sorted(ex["id"] for ex in balanced_sample(examples, 10_000)) == sorted(
+        ex["id"] for ex in examples
+    )
+
+
+def test_share_limits_cap_parts_to_their_share_of_the_total():
+    limits = share_limits({"a": 100, "b": 100, "big": 1000}, {"big": 0.5})
+    assert limits == {"a": 100, "b": 100, "big": 200}
+    loose = share_limits({"a": 100, "small": 10, "big": 1000}, {"small": 0.15, "big": 0.45})
+    assert loose["small"] == 10 and loose["a"] == 100
+    assert loose["big"] <= 0.45 * sum(loose.values()) + 1

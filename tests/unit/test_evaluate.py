@@ -1,0 +1,251 @@
+"""The evaluation runner with a scripted fake clarifier and a fake embedder."""
+
+import json
+
+import numpy as np
+import pytest
+
+from askbetter.clarifier import evaluate as ev
+from askbetter.clarifier.examples import ExampleFormatError
+from askbetter.clarifier.types import Clarifier, Decision
+from askbetter.settings import Settings
+
+DOCUMENTED_KEYS = set(
+    "system threshold n n_clarify accuracy precision_clarify recall_clarify f1_clarify macro_f1"
+    " auc by_setting by_kind rouge_l embed_sim one_question_share n_questions sec_per_example"
+    .split()
+)
+
+
+def example(i, setting, clarification, kind, text=None):
+    return {
+        "id": f"ex-{i}",
+        "source": "test",
+        "setting": setting,
+        "messages": [{"role": "user", "content": text or f"query {i}"}],
+        "documents": [{"id": "d1", "text": "passage"}] if setting == "post" else [],
+        "clarification": clarification,
+        "kind": kind,
+    }
+
+
+EXAMPLES = [
+    example(0, "pre", "Which city do you mean?", "ambiguous"),
+    example(1, "pre", None, "clear"),
+    example(2, "post", "Which year do you mean?", "underspecified"),
+    example(3, "post", None, "hard-negative"),
+    example(4, "post", None, "hard-negative"),
+]
+# query text -> (score, question when it asks)
+SCRIPT = {
+    "query 0": (0.9, "Which city do you mean?"),  # right, same question
+    "query 1": (0.2, None),  # right
+    "query 2": (0.3, None),  # wrong: misses the clarification
+    "query 3": (0.1, None),  # right
+    "query 4": (0.7, "Which one? Or the other?"),  # wrong: asks on a hard negative
+}
+
+
+class ScriptedClarifier:
+    name = "scripted"
+    threshold = 0.5
+
+    def __init__(self):
+        self.calls = []
+
+    def check(self, messages, documents=None):
+        self.calls.append((messages[-1]["content"], documents))
+        score, question = SCRIPT[messages[-1]["content"]]
+        stage = "post" if documents else "pre"
+        return Decision(score >= self.threshold, score, question, stage)
+
+
+class WordEmbedder:
+    """A fake encoder: a vector of counts of a few words."""
+
+    WORDS = ("which", "city", "year", "one", "mean")
+
+    def __init__(self):
+        self.calls = 0
+
+    def encode(self, sentences):
+        self.calls += 1
+        return np.array([[s.lower().count(w) + 0.01 for w in self.WORDS] for s in sentences])
+
+
+class ExplodingEmbedder:
+    def encode(self, sentences):
+        raise AssertionError("the embedder must not be used")
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_fake_is_a_clarifier():
+    assert isinstance(ScriptedClarifier(), Clarifier)
+
+
+def test_report_has_exactly_the_documented_keys_and_serialises():
+    report = ev.evaluate(EXAMPLES, ScriptedClarifier(), embedder=WordEmbedder(), progress=False)
+    assert set(report) == DOCUMENTED_KEYS == set(ev.REPORT_KEYS)
+    assert set(report["by_setting"]) == {"pre", "post"}
+    assert json.loads(json.dumps(report, allow_nan=False)) == report
+
+
+def test_report_figures():
+    clarifier = ScriptedClarifier()
+    report = ev.evaluate(EXAMPLES, clarifier, embedder=WordEmbedder(), progress=False)
+    assert report["system"] == "scripted" and report["threshold"] == 0.5
+    assert (report["n"], report["n_clarify"]) == (5, 2)
+    assert report["accuracy"] == pytest.approx(3 / 5)
+    assert report["precision_clarify"] == 0.5 and report["recall_clarify"] == 0.5
+    assert report["by_setting"]["pre"]["accuracy"] == 1.0
+    assert report["by_setting"]["post"]["accuracy"] == pytest.approx(1 / 3)
+    assert report["by_kind"]["hard-negative"] == {"accuracy": 0.5, "n": 2}
+    # only example 0 has a reference and a question; its question equals the reference
+    assert report["n_questions"] == 1
+    assert report["rouge_l"] == 1.0 and report["embed_sim"] == pytest.approx(1.0)
+    assert report["one_question_share"] == 1.0
+    assert report["sec_per_example"] >= 0.0
+
+
+def test_documents_only_for_post_examples():
+    clarifier = ScriptedClarifier()
+    ev.evaluate(EXAMPLES, clarifier, embedder=WordEmbedder(), progress=False)
+    passages = [{"id": "d1", "text": "passage"}]
+    assert [docs for _, docs in clarifier.calls] == [None, None, passages, passages, passages]
+
+
+def test_no_question_quality_without_generated_questions():
+    report = ev.evaluate(
+        EXAMPLES,
+        ScriptedClarifier(),
+        embedder=ExplodingEmbedder(),
+        generate_questions=False,
+        progress=False,
+        system="no questions",
+    )
+    assert report["system"] == "no questions"
+    assert report["rouge_l"] is None and report["embed_sim"] is None
+    assert report["n_questions"] == 0
+    assert report["accuracy"] == pytest.approx(3 / 5)
+
+
+def test_classification_only_run_scores_without_check():
+    class ScoringClarifier(ScriptedClarifier):
+        def score(self, messages, documents=None):
+            return SCRIPT[messages[-1]["content"]][0]
+
+        def check(self, messages, documents=None):
+            raise AssertionError("check writes a question; a scoring run must not call it")
+
+    report = ev.evaluate(
+        EXAMPLES, ScoringClarifier(), generate_questions=False, progress=False
+    )
+    assert report["accuracy"] == pytest.approx(3 / 5) and report["auc"] == pytest.approx(5 / 6)
+    assert report["n_questions"] == 0
+
+
+def test_minilm_is_loaded_only_when_there_are_questions(monkeypatch):
+    loaded = []
+
+    def fake_minilm():
+        loaded.append(True)
+        return WordEmbedder()
+
+    monkeypatch.setattr(ev, "_minilm", fake_minilm)
+    ev.evaluate(EXAMPLES[1:2], ScriptedClarifier(), progress=False)
+    assert loaded == []
+    report = ev.evaluate(EXAMPLES, ScriptedClarifier(), progress=False)
+    assert loaded == [True] and report["embed_sim"] == pytest.approx(1.0)
+
+
+def test_system_without_name_or_threshold():
+    class Bare:
+        def check(self, messages, documents=None):
+            return Decision(False, 0.0, None, "pre")
+
+    report = ev.evaluate(EXAMPLES, Bare(), progress=False)
+    assert report["system"] == "Bare" and report["threshold"] is None
+    assert report["auc"] == 0.5 and report["rouge_l"] is None
+
+
+def test_load_examples_limit_takes_the_first(tmp_path):
+    path = write_jsonl(tmp_path / "ex.jsonl", EXAMPLES)
+    assert [e["id"] for e in ev.load_examples(path, 2)] == ["ex-0", "ex-1"]
+    assert len(ev.load_examples(path)) == 5
+
+
+def test_load_examples_errors(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no examples in .*empty.jsonl"):
+        ev.load_examples(empty)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(EXAMPLES[0]) + "\n{not json\n", encoding="utf-8")
+    with pytest.raises(ExampleFormatError, match=r"broken.jsonl:2"):
+        ev.load_examples(broken)
+    with pytest.raises(ValueError, match="--limit"):
+        ev.load_examples(write_jsonl(tmp_path / "ok.jsonl", EXAMPLES), 0)
+    with pytest.raises(FileNotFoundError):
+        ev.load_examples(tmp_path / "missing.jsonl")
+
+
+def test_run_eval_writes_report_and_predictions(tmp_path, monkeypatch):
+    built = []
+
+    def fake_local_clarifier(settings, *, adapter, prompt_style):
+        built.append((settings.base_model, adapter, prompt_style))
+        return ScriptedClarifier()
+
+    monkeypatch.setattr(ev, "local_clarifier", fake_local_clarifier)
+    monkeypatch.setattr(ev, "_minilm", WordEmbedder)
+    path = write_jsonl(tmp_path / "ex.jsonl", EXAMPLES)
+    json_out, preds_out = tmp_path / "out" / "report.json", tmp_path / "out" / "preds.jsonl"
+    report = ev.run_eval(
+        path,
+        adapter="none",
+        base_model="some/model",
+        limit=4,
+        json_out=json_out,
+        prompt_style="few-shot",
+        settings=Settings(),
+        predictions_out=preds_out,
+    )
+    assert built == [("some/model", "none", "few-shot")]
+    assert report["n"] == 4 and report["system"] == "base model, few-shot"
+    assert json.loads(json_out.read_text()) == report
+    rows = [json.loads(line) for line in preds_out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["ex-0", "ex-1", "ex-2", "ex-3"]
+    assert rows[0]["label"] is True and rows[0]["decision"] is True
+    assert rows[0]["score"] == 0.9 and rows[0]["question"] == "Which city do you mean?"
+    assert rows[2]["decision"] is False and rows[2]["question"] is None
+
+
+def test_run_eval_defaults_to_the_settings_adapter(tmp_path, monkeypatch):
+    built = []
+
+    def fake_local_clarifier(settings, *, adapter, prompt_style):
+        built.append(adapter)
+        return ScriptedClarifier()
+
+    monkeypatch.setattr(ev, "local_clarifier", fake_local_clarifier)
+    path = write_jsonl(tmp_path / "ex.jsonl", EXAMPLES[1:2])
+    settings = Settings(adapter="my/adapter")
+    report = ev.run_eval(
+        path, adapter=None, base_model=None, limit=None, json_out=None, settings=settings
+    )
+    assert built == ["my/adapter"] and report["system"] == "adapter my/adapter"
+
+
+def test_format_report_mentions_every_section():
+    report = ev.evaluate(EXAMPLES, ScriptedClarifier(), embedder=WordEmbedder(), progress=False)
+    text = ev.format_report(report)
+    needles = ["scripted", "threshold: 0.500", "overall", "pre", "post", "hard-negative"]
+    needles += ["60.0%", "ROUGE-L 1.000", "seconds per example"]
+    for needle in needles:
+        assert needle in text
+    report["auc"] = None
+    assert "n/a" in ev.format_report(report)

@@ -1,0 +1,78 @@
+import re
+
+import pytest
+
+from askbetter.retrieval.chunking import chunk_id, chunk_text
+
+SENTENCES = " ".join(f"Sentence {i} explains how the sync feature works on day {i}." for i in range(40))
+
+
+def _shared(previous: str, following: str) -> str:
+    """The longest start of `following` that is also the end of `previous`."""
+    for n in range(min(len(previous), len(following)), 0, -1):
+        if previous.endswith(following[:n]):
+            return following[:n]
+    return ""
+
+
+def test_short_text_is_one_chunk_without_outer_whitespace():
+    text = "  # Title\n\nOne short paragraph.  \n"
+    assert chunk_text(text, 800, 120) == ["# Title\n\nOne short paragraph."]
+
+
+def test_whitespace_only_text_has_no_chunks():
+    assert chunk_text(" \n\n \t", 800, 120) == []
+
+
+def test_chunks_respect_size_and_overlap_on_sentence_boundaries():
+    chunks = chunk_text(SENTENCES, 300, 100)
+    assert len(chunks) > 5
+    assert all(len(chunk) <= 300 for chunk in chunks)
+    for previous, following in zip(chunks, chunks[1:]):
+        shared = _shared(previous, following)
+        assert 50 <= len(shared) <= 100  # at least half the budget, as whole sentences
+        assert shared.startswith("Sentence ") and shared.endswith(".")
+    assert all(chunk.startswith("Sentence ") and chunk.endswith(".") for chunk in chunks)
+
+
+def test_every_word_survives_and_none_is_cut():
+    chunks = chunk_text(SENTENCES, 250, 60)
+    words_in = re.findall(r"\S+", SENTENCES)
+    words_out = [word for chunk in chunks for word in re.findall(r"\S+", chunk)]
+    assert set(words_out) == set(words_in)
+
+
+def test_paragraphs_that_fit_stay_whole():
+    paragraphs = [f"Paragraph {p}. " + " ".join(["word"] * 40) + "." for p in range(4)]
+    text = "\n\n".join(paragraphs)
+    chunks = chunk_text(text, 2 * len(paragraphs[0]) + 2, 0)
+    assert chunks == ["\n\n".join(paragraphs[:2]), "\n\n".join(paragraphs[2:])]
+
+
+def test_overlap_falls_back_to_words_when_sentences_are_long():
+    long_sentence = " ".join(f"w{i}" for i in range(200)) + "."
+    chunks = chunk_text(long_sentence, 120, 30)
+    assert all(len(chunk) <= 120 for chunk in chunks)
+    for previous, following in zip(chunks, chunks[1:]):
+        shared = _shared(previous, following)
+        assert 0 < len(shared) <= 30
+        assert following.split()[0] in previous.split()  # starts on a whole word
+
+
+def test_a_word_longer_than_a_chunk_is_cut():
+    chunks = chunk_text("start " + "x" * 250 + " end", 100, 20)
+    assert all(len(chunk) <= 100 for chunk in chunks)
+    assert "".join(chunks).count("x") >= 250
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(0, 0), (100, 100), (100, -1)])
+def test_bad_sizes_are_rejected(size, overlap):
+    with pytest.raises(ValueError, match="overlap"):
+        chunk_text("text", size, overlap)
+
+
+def test_chunk_ids_depend_on_content_only():
+    assert chunk_id("Sync is on.\n\nReally.") == chunk_id("Sync  is on. Really.")
+    assert chunk_id("Sync is on.") != chunk_id("Sync is off.")
+    assert re.fullmatch(r"[0-9a-f]{32}", chunk_id("x"))
+    assert chunk_text(SENTENCES, 300, 100) == chunk_text(SENTENCES, 300, 100)

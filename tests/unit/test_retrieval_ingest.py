@@ -1,0 +1,210 @@
+"""Ingestion and search over an in-memory Chroma with a tiny hashing embedding function."""
+
+import re
+import uuid
+import zlib
+
+import chromadb
+import numpy as np
+import pytest
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+
+from askbetter.retrieval import (
+    ChromaRetriever,
+    RetrievalError,
+    Retriever,
+    ingest,
+    make_client,
+    open_collection,
+)
+from askbetter.settings import Settings
+
+DIMENSIONS = 256
+
+
+class HashEmbedding(EmbeddingFunction[Documents]):
+    """Bag of words hashed into a few dimensions: texts sharing words get close vectors."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, input: Documents) -> Embeddings:
+        self.calls += 1
+        vectors = []
+        for text in input:
+            vector = np.full(DIMENSIONS, 1e-3, dtype=np.float32)
+            for word in re.findall(r"\w+", text.lower()):
+                vector[zlib.crc32(word.encode()) % DIMENSIONS] += 1.0
+            vectors.append(vector / np.linalg.norm(vector))
+        return vectors
+
+    @staticmethod
+    def name() -> str:
+        return "test-hash"
+
+    def get_config(self) -> dict:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict) -> "HashEmbedding":
+        return HashEmbedding()
+
+
+class FailingEmbedding(HashEmbedding):
+    """Works for `calls_before_failure` calls, then fails like a crash mid-ingestion."""
+
+    def __init__(self, calls_before_failure: int) -> None:
+        super().__init__()
+        self.calls_before_failure = calls_before_failure
+
+    def __call__(self, input: Documents) -> Embeddings:
+        if self.calls >= self.calls_before_failure:
+            raise KeyboardInterrupt("simulated interruption")
+        return super().__call__(input)
+
+
+@pytest.fixture
+def settings(tmp_path):
+    # EphemeralClients share one in-memory store per process: a fresh collection name per test
+    return Settings(chroma_path=tmp_path / "chroma", collection=f"test-{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def client(settings):
+    return make_client(settings, ephemeral=True)
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    folder = tmp_path / "docs"
+    (folder / "desktop").mkdir(parents=True)
+    (folder / "desktop" / "sync.md").write_text(
+        "# Desktop Sync\n\nIn Nimbus Desktop open Preferences and click Enable Sync on each computer.\n"
+    )
+    (folder / "cloud-sync.md").write_text(
+        "# Cloud Sync\n\nIn Nimbus Cloud an admin opens Settings, Workspace, Sync in the browser.\n"
+    )
+    (folder / "expenses.txt").write_text("Client dinners are reimbursed up to 80 euros per attendee.\n")
+    long_text = " ".join(f"Policy sentence number {i} about travel and hotels." for i in range(30))
+    (folder / "travel.md").write_text(f"# Travel\n\n{long_text}\n")
+    (folder / ".hidden").mkdir()
+    (folder / ".hidden" / "secret.md").write_text("# Secret\n\nnot to be ingested")
+    (folder / "photo.png").write_bytes(b"\x89PNG")
+    return folder
+
+
+def test_ingest_then_reingest_adds_nothing(settings, client, corpus):
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    first = ingest([corpus], collection, chunk_size=200, chunk_overlap=40, progress=False)
+    assert (first.files_seen, first.files_ingested, first.skipped) == (4, 4, [])
+    assert first.chunks_added == collection.count() > 4  # travel.md is split into several chunks
+    assert first.chunks_present == 0
+
+    embedder = HashEmbedding()
+    again = open_collection(settings, client=client, embedding_function=embedder)
+    paths = [corpus, corpus / "cloud-sync.md"]
+    second = ingest(paths, again, chunk_size=200, chunk_overlap=40, progress=False)
+    assert second.files_seen == 4  # the file named twice is read once
+    assert second.chunks_added == 0
+    assert second.chunks_present == first.chunks_added
+    assert collection.count() == first.chunks_added
+    assert embedder.calls == 0  # nothing was embedded again
+
+
+def test_interrupted_ingestion_resumes_without_duplicates(settings, client, corpus):
+    reference = make_client(settings, ephemeral=True).get_or_create_collection(
+        f"{settings.collection}-ref", embedding_function=HashEmbedding()
+    )
+    expected = ingest([corpus], reference, 120, 20, progress=False).chunks_added
+
+    broken = open_collection(settings, client=client, embedding_function=FailingEmbedding(2))
+    with pytest.raises(KeyboardInterrupt):
+        ingest([corpus], broken, chunk_size=120, chunk_overlap=20, batch_size=3, progress=False)
+    stored = broken.count()
+    assert stored == 6  # two batches of three made it
+
+    resumed = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    report = ingest([corpus], resumed, chunk_size=120, chunk_overlap=20, batch_size=3, progress=False)
+    assert (report.chunks_present, report.chunks_added) == (stored, expected - stored)
+    assert resumed.count() == expected
+    assert sorted(resumed.get()["ids"]) == sorted(reference.get()["ids"])
+
+
+def test_bad_files_are_skipped_and_reported_while_the_rest_is_ingested(settings, client, corpus):
+    (corpus / "latin1.txt").write_bytes("Caf\xe9 opening hours".encode("latin-1"))
+    (corpus / "empty.md").write_text("")
+    (corpus / "records.jsonl").write_text('{"text": "Parking in Boston costs 22 dollars."}\n{broken\n')
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    report = ingest([corpus], collection, chunk_size=5000, progress=False)  # one chunk per text
+    assert report.files_seen == 7 and report.files_ingested == 5
+    reasons = {where.rsplit("/", 1)[-1]: why for where, why in report.skipped}
+    assert set(reasons) == {"latin1.txt", "empty.md", "records.jsonl:2"}
+    assert "not UTF-8" in reasons["latin1.txt"] and reasons["empty.md"] == "empty file"
+    assert "not valid JSON" in reasons["records.jsonl:2"]
+    texts = collection.get()["documents"]
+    assert any("22 dollars" in text for text in texts)
+    assert report.chunks_added == len(texts) == 5
+    summary = report.summary()
+    assert "5/7 files ingested" in summary and "latin1.txt" in summary
+
+
+def test_missing_path_is_a_clear_error(settings, client, tmp_path):
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    with pytest.raises(RetrievalError, match="nowhere.md does not exist"):
+        ingest([tmp_path / "nowhere.md"], collection, progress=False)
+
+
+def test_search_returns_ranked_passages_with_metadata(settings, client, corpus):
+    retriever = ChromaRetriever.from_settings(
+        settings, client=client, embedding_function=HashEmbedding()
+    )
+    assert isinstance(retriever, Retriever)
+    ingest([corpus], retriever.collection, progress=False)
+    passages = retriever.search("Nimbus Desktop Enable Sync computer", k=3)
+    assert len(passages) == 3
+    best = passages[0]
+    assert best["title"] == "Desktop Sync"
+    assert best["source"] == str(corpus / "desktop" / "sync.md")
+    assert best["metadata"]["chunk"] == 0
+    assert re.fullmatch(r"[0-9a-f]{32}", best["id"]) and "Enable Sync" in best["text"]
+    scores = [p["score"] for p in passages]
+    assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
+    assert scores[0] > scores[-1]
+
+
+def test_search_rejects_empty_queries(settings, client):
+    retriever = ChromaRetriever.from_settings(
+        settings, client=client, embedding_function=HashEmbedding()
+    )
+    with pytest.raises(ValueError, match="empty query"):
+        retriever.search("   ")
+
+
+def test_searching_an_empty_collection_says_how_to_fill_it(settings, client):
+    retriever = ChromaRetriever.from_settings(
+        settings, client=client, embedding_function=HashEmbedding()
+    )
+    expected = rf"collection '{settings.collection}' is empty: run `askbetter ingest"
+    with pytest.raises(RetrievalError, match=expected):
+        retriever.search("how do I turn on sync?")
+
+
+def test_a_collection_keeps_its_embedding_function_and_its_data(tmp_path, corpus):
+    settings = Settings(chroma_path=tmp_path / "chroma", collection="kept")
+    collection = open_collection(settings, embedding_function=HashEmbedding())
+    added = ingest([corpus], collection, progress=False).chunks_added
+
+    class OtherEmbedding(HashEmbedding):
+        @staticmethod
+        def name() -> str:
+            return "other-model"
+
+    with pytest.raises(RetrievalError, match="cannot open collection 'kept'.*ASKBETTER_COLLECTION"):
+        open_collection(settings, embedding_function=OtherEmbedding())
+    assert open_collection(settings, embedding_function=HashEmbedding()).count() == added
+
+
+def test_collection_uses_cosine_space(settings, client):
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    assert collection.configuration["hnsw"]["space"] == "cosine"
+    assert isinstance(client, chromadb.api.ClientAPI)

@@ -1,0 +1,101 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from askbetter.retrieval.loaders import SkipFile, load_file
+
+
+def make_pdf(text: str, title: str) -> bytes:
+    """A minimal one-page PDF with a text layer and a document title."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Title ({title}) >>".encode(),
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def test_markdown_title_is_the_first_heading(tmp_path):
+    path = write(tmp_path / "sync.md", "Intro line\n\n# Turn on Sync #\n\nText.\n\n# Second\n")
+    [document] = load_file(path).documents
+    assert document.title == "Turn on Sync"
+    assert document.source == str(path)
+    assert "Text." in document.text
+
+
+def test_text_file_title_is_the_file_stem_and_bom_is_dropped(tmp_path):
+    path = write(tmp_path / "notes.txt", "\ufeffHello there.".encode("utf-8"))
+    [document] = load_file(path).documents
+    assert (document.title, document.text) == ("notes", "Hello there.")
+
+
+def test_pdf_text_and_title(tmp_path):
+    path = write(tmp_path / "manual.pdf", make_pdf("Press the blue button to sync.", "Relay Manual"))
+    [document] = load_file(path).documents
+    assert document.title == "Relay Manual"
+    assert "blue button" in document.text
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("latin1.txt", "café crème".encode("latin-1"), "not UTF-8 text (byte 0xe9 at offset 3)"),
+        ("empty.md", "", "empty file"),
+        ("blank.txt", " \n\t\n", "empty file"),
+        ("broken.pdf", b"%PDF-1.4\nthis is not really a pdf", "unreadable PDF"),
+        ("image.png", b"\x89PNG", "unsupported file type .png"),
+        ("all-broken.jsonl", "{oops\n[1, 2]\n", "no usable lines (2 broken)"),
+    ],
+)
+def test_unusable_files_raise_skip_with_the_reason(tmp_path, name, content, reason):
+    with pytest.raises(SkipFile, match=reason.replace("(", r"\(").replace(")", r"\)")):
+        load_file(write(tmp_path / name, content))
+
+
+def test_jsonl_keeps_good_lines_and_reports_broken_ones(tmp_path):
+    lines = [
+        json.dumps({"text": "Berlin parking is 6 euros.", "title": "Parking", "id": "p1", "year": 5}),
+        "{not json",
+        json.dumps({"title": "no text field"}),
+        "",
+        json.dumps({"text": "   "}),
+        json.dumps({"text": "Boston has no garage.", "tags": ["a"], "source": "https://x.example/b"}),
+    ]
+    path = write(tmp_path / "records.jsonl", "\n".join(lines))
+    loaded = load_file(path)
+    texts = [d.text for d in loaded.documents]
+    assert texts == ["Berlin parking is 6 euros.", "Boston has no garage."]
+    first, second = loaded.documents
+    assert first.title == "Parking" and first.metadata == {"id": "p1", "year": 5}
+    assert second.title == "records line 6"
+    assert second.metadata == {"source": "https://x.example/b"}  # the list is not storable: dropped
+    assert [where for where, _ in loaded.skipped] == [f"{path}:2", f"{path}:3", f"{path}:5"]
+    assert "not valid JSON" in loaded.skipped[0][1]
+    assert '"text" field' in loaded.skipped[1][1]
+    assert loaded.skipped[2][1] == "empty text"

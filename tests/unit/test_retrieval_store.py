@@ -1,0 +1,56 @@
+"""Chroma clients: which one the settings pick, and clear errors when the store is unusable."""
+
+import chromadb
+import pytest
+from chromadb.errors import InternalError
+
+from askbetter.retrieval import RetrievalError, make_client
+from askbetter.settings import Settings
+
+
+def test_persistent_client_creates_a_missing_folder(tmp_path):
+    path = tmp_path / "not" / "yet" / "there"
+    client = make_client(Settings(chroma_path=path))
+    client.get_or_create_collection("probe", embedding_function=None)
+    assert (path / "chroma.sqlite3").is_file()
+
+
+def test_unreachable_server_says_how_to_start_it():
+    settings = Settings(chroma_host="127.0.0.1", chroma_port=1)
+    with pytest.raises(RetrievalError) as caught:
+        make_client(settings)
+    message = str(caught.value)
+    assert "cannot reach Chroma at 127.0.0.1:1" in message
+    assert f"chroma run --path {settings.chroma_path} --port 1" in message
+
+
+def test_chroma_path_that_is_a_file(tmp_path):
+    path = tmp_path / "chroma"
+    path.write_text("not a folder")
+    with pytest.raises(RetrievalError, match="is a file, not a folder; set ASKBETTER_CHROMA_PATH"):
+        make_client(Settings(chroma_path=path))
+
+
+def test_chroma_path_below_a_file_cannot_be_created(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RetrievalError, match="cannot create the Chroma folder .*file/chroma"):
+        make_client(Settings(chroma_path=tmp_path / "file" / "chroma"))
+
+
+def test_chroma_folder_that_is_not_writable(tmp_path, monkeypatch):
+    # chmod cannot stop root, who runs CI here: stand in for the permission check instead
+    monkeypatch.setattr("askbetter.retrieval.store.os.access", lambda path, mode: False)
+    with pytest.raises(RetrievalError, match=f"the Chroma folder {tmp_path} is not writable"):
+        make_client(Settings(chroma_path=tmp_path))
+
+
+def test_locked_chroma_folder_names_the_likely_cause(tmp_path, monkeypatch):
+    def locked(path):
+        raise InternalError("database is locked")
+
+    monkeypatch.setattr(chromadb, "PersistentClient", locked)
+    with pytest.raises(RetrievalError) as caught:
+        make_client(Settings(chroma_path=tmp_path))
+    message = str(caught.value)
+    assert f"cannot open the Chroma folder {tmp_path}: database is locked" in message
+    assert "another process holds the folder" in message

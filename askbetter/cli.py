@@ -1,0 +1,215 @@
+"""The `askbetter` command line: `ingest`, `ask`, `chat`, `demo`.
+
+Each subcommand is one `add_<name>(subparsers)` function that declares its arguments and sets its
+handler (`args.handler(args) -> exit code`); `SUBCOMMANDS` lists them. Options left unset fall
+back to the settings' environment variables (see `askbetter.settings`). Errors the user can fix
+(a missing model package, Chroma unreachable or locked, an empty question, a bad setting) print
+one line and exit 1, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from askbetter.settings import Settings
+
+Handler = Callable[[argparse.Namespace], int]
+PROMPT = "you> "
+
+
+class UsageError(ValueError):
+    """Bad input on the command line (an empty question, ...)."""
+
+
+# ---------------------------------------------------------------- shared options and helpers
+
+
+def _store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--collection", help="Chroma collection (ASKBETTER_COLLECTION)")
+    parser.add_argument("--chroma-path", type=Path, help="Chroma folder (ASKBETTER_CHROMA_PATH)")
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    _store_options(parser)
+    parser.add_argument("--adapter", help='clarifier adapter: "bundled", a folder, or "none" (ASKBETTER_ADAPTER)')
+    parser.add_argument("--threshold", type=float, help="ask when the score reaches this (ASKBETTER_THRESHOLD)")
+    parser.add_argument("--top-k", type=int, help="passages to retrieve (ASKBETTER_TOP_K)")
+    parser.add_argument("--max-rounds", type=int, help="questions per user turn (ASKBETTER_MAX_ROUNDS)")
+    parser.add_argument("--pre-check", action=argparse.BooleanOptionalAction, help="check before retrieval")
+    parser.add_argument("--post-check", action=argparse.BooleanOptionalAction, help="check after retrieval")
+
+
+def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
+    """Settings from the environment, overridden by the options given on the command line."""
+    names = ("collection", "chroma_path", "adapter", "threshold", "top_k", "max_rounds", "pre_check",
+             "post_check", "ask_mode")
+    given = {name: getattr(args, name, None) for name in names}
+    try:
+        return Settings.from_env(**{**given, **overrides})
+    except ValueError as exc:  # a bad environment variable or option value
+        raise UsageError(str(exc)) from exc
+
+
+def require_text(text: str, what: str = "question") -> str:
+    if not text.strip():
+        raise UsageError(f'the {what} is empty: type one, e.g. askbetter ask "How do I turn on sync?"')
+    return text.strip()
+
+
+def build_graph(settings: Settings) -> Any:
+    """The default graph with an in-memory checkpointer. The Chroma collection is opened now, so
+    a missing or unreachable store is reported before any model loads."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from askbetter.graph.factory import create_clarifying_rag
+    from askbetter.retrieval.store import ChromaRetriever
+
+    retriever = ChromaRetriever.from_settings(settings)
+    return create_clarifying_rag(retriever=retriever, settings=settings).compile(checkpointer=InMemorySaver())
+
+
+def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    print(f"askbetter: warning: {message}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- subcommands
+
+
+def add_ingest(subparsers: Any) -> None:
+    parser = subparsers.add_parser("ingest", help="add files or folders (.txt .md .pdf .jsonl) to the collection")
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    _store_options(parser)
+    parser.set_defaults(handler=cmd_ingest)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from askbetter.retrieval.ingest import ingest
+    from askbetter.retrieval.store import open_collection
+
+    settings = settings_from(args)
+    collection = open_collection(settings)
+    report = ingest(args.paths, collection, settings.chunk_size, settings.chunk_overlap, progress=True)
+    print(report.summary())
+    print(f"collection {settings.collection!r} now holds {collection.count()} chunks")
+    return 0 if report.files_ingested or not report.files_seen else 1
+
+
+def add_ask(subparsers: Any) -> None:
+    parser = subparsers.add_parser("ask", help="ask one question; prints the decision path")
+    parser.add_argument("question")
+    _run_options(parser)
+    parser.set_defaults(handler=cmd_ask)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from askbetter.graph.context import default_context
+    from askbetter.graph.trace import TurnPrinter, run_turn
+
+    question = require_text(args.question)
+    settings = settings_from(args, ask_mode="message")  # one shot: a question ends the run
+    graph = build_graph(settings)
+    printer = TurnPrinter()
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    result = run_turn(graph, {"messages": [("user", question)]}, config, default_context(settings),
+                      on_step=printer.step, on_token=printer.token)
+    printer.outcome(result)
+    return 0
+
+
+def add_chat(subparsers: Any) -> None:
+    parser = subparsers.add_parser("chat", help="talk in the terminal, one thread; /quit to leave")
+    parser.add_argument("--ask-mode", choices=("interrupt", "message"), help="ASKBETTER_ASK_MODE")
+    _run_options(parser)
+    parser.set_defaults(handler=cmd_chat)
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from langgraph.types import Command
+
+    from askbetter.graph.context import default_context
+    from askbetter.graph.trace import TurnPrinter, run_turn
+
+    settings = settings_from(args)
+    context = default_context(settings)
+    graph = build_graph(settings)
+    printer = TurnPrinter()
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    print(f"askbetter chat ({context['ask_mode']} mode, collection {settings.collection!r}); /quit to leave")
+    paused = False  # interrupt mode: the graph waits for the reply to its question
+    while True:
+        try:
+            text = input(PROMPT).strip()
+        except EOFError:
+            print()
+            return 0
+        if text in ("/quit", "/exit"):
+            return 0
+        if not text:
+            print("(type a question, or /quit)")
+            continue
+        payload = Command(resume=text) if paused else {"messages": [("user", text)]}
+        result = run_turn(graph, payload, config, context, on_step=printer.step, on_token=printer.token)
+        printer.outcome(result)
+        paused = result.interrupt is not None
+
+
+def add_demo(subparsers: Any) -> None:
+    parser = subparsers.add_parser("demo", help="a scripted conversation over the bundled corpus")
+    parser.add_argument("--adapter", help='clarifier adapter: "bundled", a folder, or "none"')
+    parser.set_defaults(handler=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from askbetter.demo import run_demo
+
+    return run_demo(settings_from(args))
+
+
+SUBCOMMANDS: list[Callable[[Any], None]] = [add_ingest, add_ask, add_chat, add_demo]
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="askbetter",
+        description="A RAG agent that asks a clarification question when, and only when, a query needs one.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    warnings.showwarning = _show_warning
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if not isinstance(exc, _user_errors()):
+            raise
+        print(f"askbetter: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Errors with a message meant for the user (imported late: they live in heavy modules)."""
+    from askbetter.clarifier.assets import ModelNotFound, ModelPackageMissing
+    from askbetter.retrieval.errors import RetrievalError
+
+    return (UsageError, ModelPackageMissing, ModelNotFound, RetrievalError)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""`create_clarifying_rag`: the clarifying RAG turn as an uncompiled LangGraph `StateGraph`.
+
+```
+START -> rewrite -> pre_check --ask--> ask_user --interrupt--> rewrite
+                     | clear              \\--message--> END
+                     v
+                  retrieve -> post_check --ask--> ask_user
+                                  | clear
+                                  v
+                                answer -> END
+```
+
+The caller compiles it and chooses the checkpointer (interrupt mode and multi-turn threads need
+one): `create_clarifying_rag().compile(checkpointer=InMemorySaver())`. Run settings come through
+`context=` at invoke time (see `askbetter.graph.context.Context`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from askbetter.clarifier.types import Clarifier
+from askbetter.graph import routing
+from askbetter.graph.context import Context, default_context, resolve_context
+from askbetter.graph.defaults import LazyClarifier, LazyRetriever, REWRITE_MAX_NEW_TOKENS, local_chat_model
+from askbetter.graph.routing import ANSWER, ASK_USER, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE
+from askbetter.graph.state import InputState, RagState
+from askbetter.nodes.answer import answer
+from askbetter.nodes.ask_user import ask_user
+from askbetter.nodes.post_check import post_check
+from askbetter.nodes.pre_check import pre_check
+from askbetter.nodes.retrieve import retrieve
+from askbetter.nodes.rewrite import Rewriter, rewrite
+from askbetter.retrieval.types import Retriever
+from askbetter.settings import Settings
+
+Update = dict[str, Any]
+
+
+def create_clarifying_rag(
+    clarifier: Clarifier | None = None,
+    retriever: Retriever | None = None,
+    answer_model: BaseChatModel | None = None,
+    rewriter: Rewriter | None = None,
+    settings: Settings | None = None,
+) -> StateGraph:
+    """Build the graph. Every component is optional; defaults come from `settings`
+    (`Settings.from_env()` if None) and are built on first use, not here:
+
+    - `clarifier`: `LocalClarifier.from_settings(settings)`;
+    - `retriever`: `ChromaRetriever` over the configured Chroma collection;
+    - `answer_model`: the local base model as a `LocalChatModel` (sharing the clarifier's copy);
+    - `rewriter`: a callable `(messages) -> query`, or a chat model prompted to rewrite; default the
+      answer model when one is given, else the local model.
+    """
+    settings = settings or Settings.from_env()
+    defaults = default_context(settings)
+    clarifier = clarifier if clarifier is not None else LazyClarifier(settings)
+    retriever = retriever if retriever is not None else LazyRetriever(settings)
+    if rewriter is None:
+        rewriter = answer_model if answer_model is not None else local_chat_model(settings, REWRITE_MAX_NEW_TOKENS)
+    if answer_model is None:
+        answer_model = local_chat_model(settings)
+    max_query_chars = 2 * settings.max_input_tokens  # about half the model's budget, at ~4 chars a token
+
+    def read(runtime: Runtime[Context]) -> Context:
+        return resolve_context(runtime.context, defaults)
+
+    def rewrite_node(state: RagState) -> Update:
+        return rewrite(state, rewriter=rewriter, max_query_chars=max_query_chars)
+
+    def pre_check_node(state: RagState, runtime: Runtime[Context]) -> Update:
+        return pre_check(state, clarifier=clarifier, threshold=read(runtime)["threshold"])
+
+    def retrieve_node(state: RagState, runtime: Runtime[Context]) -> Update:
+        return retrieve(state, retriever=retriever, top_k=read(runtime)["top_k"])
+
+    def post_check_node(state: RagState, runtime: Runtime[Context]) -> Update:
+        return post_check(state, clarifier=clarifier, threshold=read(runtime)["threshold"])
+
+    def ask_user_node(state: RagState, runtime: Runtime[Context]) -> Update:
+        return ask_user(state, ask_mode=read(runtime)["ask_mode"])
+
+    def answer_node(state: RagState) -> Update:
+        return answer(state, model=answer_model)
+
+    def edge(route: Callable[[Mapping[str, Any], Context], str]) -> Callable[..., str]:
+        def branch(state: RagState, runtime: Runtime[Context]) -> str:
+            return route(state, read(runtime))
+
+        return branch
+
+    builder = StateGraph(RagState, context_schema=Context, input_schema=InputState)
+    builder.add_node(REWRITE, rewrite_node)
+    builder.add_node(PRE_CHECK, pre_check_node)
+    builder.add_node(RETRIEVE, retrieve_node)
+    builder.add_node(POST_CHECK, post_check_node)
+    builder.add_node(ASK_USER, ask_user_node)
+    builder.add_node(ANSWER, answer_node)
+    builder.add_edge(START, REWRITE)
+    builder.add_conditional_edges(REWRITE, edge(routing.after_rewrite), [PRE_CHECK, RETRIEVE, ANSWER])
+    builder.add_conditional_edges(PRE_CHECK, edge(routing.after_pre_check), [ASK_USER, RETRIEVE])
+    builder.add_conditional_edges(RETRIEVE, edge(routing.after_retrieve), [POST_CHECK, ANSWER])
+    builder.add_conditional_edges(POST_CHECK, edge(routing.after_post_check), [ASK_USER, ANSWER])
+    builder.add_conditional_edges(ASK_USER, edge(routing.after_ask_user), [REWRITE, END])
+    builder.add_edge(ANSWER, END)
+    return builder

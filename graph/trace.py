@@ -1,0 +1,173 @@
+"""Run one turn of a compiled clarifying-RAG graph and describe its decision path, step by step.
+
+Used by the CLI and the demo: `run_turn` streams the graph (`updates` for the path, `messages`
+for the answer's tokens) and returns what the turn ended with: a question or an answer;
+`TurnPrinter` prints it all to a terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.pregel import Pregel
+
+from askbetter.graph.context import Context
+from askbetter.graph.routing import ANSWER, ASK_USER, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE, ask_blocker
+from askbetter.nodes.ask_user import CLARIFICATION_METADATA
+
+
+@dataclass
+class Step:
+    node: str
+    update: dict[str, Any]
+    text: str  # one line (or a few) describing the step
+
+
+@dataclass
+class TurnResult:
+    steps: list[Step] = field(default_factory=list)
+    interrupt: dict[str, Any] | None = None  # interrupt mode: the question payload awaiting a reply
+    state: dict[str, Any] = field(default_factory=dict)  # the thread's state after the turn
+
+    @property
+    def last_message(self) -> BaseMessage | None:
+        messages = self.state.get("messages") or []
+        return messages[-1] if messages else None
+
+    @property
+    def asked(self) -> dict[str, Any] | None:
+        """The clarification the turn ended with (question, score, stage), in either ask mode."""
+        if self.interrupt is not None:
+            return self.interrupt
+        message = self.last_message
+        if self.state.get("awaiting_reply") and isinstance(message, AIMessage):
+            return dict(message.response_metadata[CLARIFICATION_METADATA])
+        return None
+
+    @property
+    def question(self) -> str | None:
+        return None if self.asked is None else str(self.asked["question"])
+
+    @property
+    def answer(self) -> str | None:
+        if self.asked is not None or not isinstance(self.last_message, AIMessage):
+            return None
+        return self.last_message.text
+
+
+def run_turn(
+    graph: Pregel,
+    payload: Any,
+    config: Mapping[str, Any],
+    context: Context,
+    *,
+    on_step: Callable[[Step], None] | None = None,
+    on_token: Callable[[str], None] | None = None,
+) -> TurnResult:
+    """Run the graph on `payload` (`{"messages": [...]}` or `Command(resume=...)`) until the turn
+    ends or pauses. `context` is the full run context (e.g. `default_context(settings)`): the
+    descriptions quote its `max_rounds`. `on_step` sees each node's step as it finishes, `on_token`
+    the answer's tokens."""
+    result = TurnResult()
+    view = dict(graph.get_state(config).values)  # the state the next step's routing sees
+    for mode, chunk in graph.stream(payload, config, context=context, stream_mode=["updates", "messages"]):
+        if mode == "messages":
+            message, meta = chunk
+            if on_token and meta.get("langgraph_node") == ANSWER and message.text:
+                on_token(message.text)
+            continue
+        for node, update in chunk.items():
+            if node == "__interrupt__":
+                result.interrupt = dict(update[0].value)
+                continue
+            update = dict(update or {})
+            step = Step(node, update, describe(node, update, view, context))
+            view.update({k: v for k, v in update.items() if k != "messages"})
+            result.steps.append(step)
+            if on_step:
+                on_step(step)
+    result.state = dict(graph.get_state(config).values)
+    return result
+
+
+def describe(node: str, update: Mapping[str, Any], view: Mapping[str, Any], context: Context) -> str:
+    """A short human-readable line for one step; `view` is the state before it."""
+    if node == REWRITE:
+        query = update.get("query", "")
+        return f'query: "{query}"' if query else "empty turn: nothing to search for"
+    if node in (PRE_CHECK, POST_CHECK):
+        decision = update.get("pre_decision" if node == PRE_CHECK else "post_decision")
+        return _describe_decision(decision, view, context)
+    if node == RETRIEVE:
+        passages = update.get("documents", [])
+        listed = "; ".join(
+            f"[{i}] {p.get('title') or p.get('id')} ({p.get('score', 0):.2f})" for i, p in enumerate(passages, 1)
+        )
+        return f"{len(passages)} passages: {listed}" if passages else "no passages found"
+    if node == ASK_USER:
+        rounds = f"round {update.get('clarification_rounds')}/{context['max_rounds']}"
+        messages = update.get("messages", [])
+        if len(messages) > 1:  # interrupt mode: the question and the reply it was resumed with
+            return f'got the reply "{messages[-1].text}" ({rounds})'
+        return f"asks ({rounds})"
+    if node == ANSWER:
+        return "answers"
+    return ", ".join(sorted(update))
+
+
+def _describe_decision(decision: Mapping[str, Any] | None, view: Mapping[str, Any], context: Context) -> str:
+    if decision is None:
+        return "skipped (no passages)"
+    head = f"score {decision['score']:.2f}"
+    if not decision["needs_clarification"]:
+        return f"{head} -> clear"
+    blocker = ask_blocker(view, decision, context["max_rounds"])
+    question = decision.get("question") or ""
+    if blocker is None:
+        return f'{head} -> needs clarification: "{question}"'
+    return f"{head} -> needs clarification, not asked: {blocker}"
+
+
+class TurnPrinter:
+    """Prints a turn's decision path as it runs, then its question or answer (tokens streamed)."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self._out = out
+        self.streamed = ""
+
+    @property
+    def out(self) -> TextIO:
+        return self._out or sys.stdout  # looked up late, so a redirected stdout is honoured
+
+    def step(self, step: Step) -> None:
+        if step.node == ANSWER:
+            return  # the answer itself is printed by `token` and `outcome`
+        print(f"  {step.node:<10} {step.text}", file=self.out, flush=True)
+
+    def token(self, text: str) -> None:
+        if not self.streamed:
+            print("askbetter: ", end="", file=self.out)
+        self.streamed += text
+        print(text, end="", file=self.out, flush=True)
+
+    def outcome(self, result: TurnResult) -> None:
+        """The question (with stage, score and round) or the answer's unstreamed rest (its sources)."""
+        asked = result.asked
+        if asked is not None:
+            print(
+                f"askbetter asks ({asked['stage']}-retrieval check, score {asked['score']:.2f}): "
+                f"{asked['question']}",
+                file=self.out,
+            )
+        elif result.answer is not None:
+            streamed = self.streamed.strip()
+            if streamed and result.answer.startswith(streamed):
+                print(result.answer[len(streamed):], file=self.out)
+            else:
+                print(("\n" if self.streamed else "askbetter: ") + result.answer, file=self.out)
+        self.streamed = ""
+

@@ -1,0 +1,70 @@
+"""The `answer` node: answer the standalone query from the numbered passages, citing them as [n].
+
+Any LangChain chat model works. It is called with `.invoke`, so under LangGraph's `messages`
+stream mode its tokens stream as they are generated (for models that implement `_stream`). The
+returned message keeps the model's id (so streamed chunks and the final message are one message)
+and gets a `Sources:` list naming the numbered passages, so every answer shows what it drew on.
+
+An empty user turn is not sent to any model: the answer is `EMPTY_TURN_REPLY`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+EMPTY_TURN_REPLY = "Your message was empty. Please type a question."
+
+ANSWER_INSTRUCTION = (
+    "Answer the user's question using only the numbered passages. Cite the passages you "
+    "use by their number in square brackets, like [1] or [2]. If the passages do not contain "
+    "the answer, say that you do not know."
+)
+NO_PASSAGES = "No passages were found."
+
+
+def answer(state: Mapping[str, Any], *, model: BaseChatModel) -> dict[str, Any]:
+    query = state.get("query", "")
+    if not query:
+        return {"messages": [AIMessage(EMPTY_TURN_REPLY)]}
+    passages = state.get("documents", [])
+    response = model.invoke(answer_prompt(query, passages))
+    content = response.text.strip()
+    if passages:
+        content += "\n\n" + sources(passages)
+    message = AIMessage(content, id=response.id, response_metadata=response.response_metadata)
+    return {"messages": [message]}
+
+
+def answer_prompt(query: str, passages: Sequence[Mapping[str, Any]]) -> list[BaseMessage]:
+    """The instruction, then one user message: the numbered passages and the question last (so
+    a chat model that cuts an over-long prompt in the middle keeps the question)."""
+    numbered = "\n\n".join(
+        f"[{i}] {_title(p)}\n{' '.join(str(p.get('text', '')).split())}" for i, p in enumerate(passages, 1)
+    )
+    return [
+        SystemMessage(ANSWER_INSTRUCTION),
+        HumanMessage(f"Passages:\n{numbered or NO_PASSAGES}\n\nQuestion: {query}"),
+    ]
+
+
+def sources(passages: Sequence[Mapping[str, Any]]) -> str:
+    """`Sources:` and one line per numbered passage: title (source)."""
+    lines = ["Sources:"]
+    for i, p in enumerate(passages, 1):
+        where = f" ({_short(str(p['source']))})" if p.get("source") else ""
+        lines.append(f"[{i}] {_title(p)}{where}")
+    return "\n".join(lines)
+
+
+def _short(source: str) -> str:
+    """A file's name, or a URL as it is."""
+    return source if "://" in source else PurePath(source).name
+
+
+def _title(passage: Mapping[str, Any]) -> str:
+    return str(passage.get("title") or passage.get("id") or "untitled")

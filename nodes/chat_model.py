@@ -1,0 +1,202 @@
+"""`LocalChatModel`: a LangChain chat model over the locally loaded causal LM.
+
+It shares the clarifier's model: `askbetter.clarifier.assets.load_model` caches one copy per
+process, and when that copy carries the LoRA adapter, generation runs inside
+`model.disable_adapter()`, so answers and rewrites come from the base model. Decoding is greedy.
+A prompt longer than `max_input_tokens` is cut (the middle of its longest message) with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict, PrivateAttr
+
+from askbetter.settings import Settings
+
+# tokens kept free for the chat template's markers when a message is cut
+_TEMPLATE_SLACK = 16
+_CUT_MARKER = " [...] "
+
+
+class LocalChatModel(BaseChatModel):
+    """Greedy chat generation with a local transformers model.
+
+    `loaded` is an `askbetter.clarifier.assets.LoadedModel`; when None it is loaded from `settings`
+    on first use (the same cached copy the clarifier uses).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    loaded: Any = None
+    settings: Settings | None = None
+    max_new_tokens: int | None = None  # default: settings.max_answer_tokens
+    max_input_tokens: int | None = None  # default: settings.max_input_tokens
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "askbetter-local"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"max_new_tokens": self._max_new_tokens()}
+
+    def _settings(self) -> Settings:
+        return self.settings or Settings.from_env()
+
+    def _max_new_tokens(self) -> int:
+        return self.max_new_tokens or self._settings().max_answer_tokens
+
+    def _loaded(self) -> Any:
+        with self._lock:
+            if self.loaded is None:
+                from askbetter.clarifier.assets import load_model
+
+                self.loaded = load_model(self._settings())
+        return self.loaded
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = "".join(self._pieces(messages, stop))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for piece in self._pieces(messages, stop):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            if run_manager:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+
+    def _pieces(self, messages: list[BaseMessage], stop: list[str] | None) -> Iterator[str]:
+        """Generate in a thread and yield the decoded text as it comes, up to the first stop string.
+
+        Generation halts as soon as a stop string shows up or the caller stops reading."""
+        import torch
+        from transformers import StoppingCriteriaList, TextIteratorStreamer
+
+        loaded = self._loaded()
+        tokenizer, model = loaded.tokenizer, loaded.model
+        input_ids = self._prompt_ids(messages, tokenizer)
+        streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
+        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        halt = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                with torch.inference_mode(), _base_model(model):
+                    model.generate(
+                        input_ids=torch.tensor([input_ids], device=model.device),
+                        attention_mask=torch.ones(1, len(input_ids), dtype=torch.long, device=model.device),
+                        max_new_tokens=self._max_new_tokens(),
+                        do_sample=False,
+                        streamer=streamer,
+                        pad_token_id=pad_id,
+                        stopping_criteria=StoppingCriteriaList([_Halt(halt)]),
+                    )
+            except BaseException as exc:  # re-raised in the caller's thread below
+                failure.append(exc)
+                streamer.end()
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        try:
+            yield from _until_stop(streamer, stop or [], on_stop=halt.set)
+        finally:
+            halt.set()
+            worker.join()
+        if failure:
+            raise failure[0]
+
+    def _prompt_ids(self, messages: list[BaseMessage], tokenizer: Any) -> list[int]:
+        chat = [{"role": _role(m), "content": m.text} for m in messages]
+        limit = self.max_input_tokens or self._settings().max_input_tokens
+        ids = _template_ids(tokenizer, chat)
+        if len(ids) <= limit:
+            return ids
+        warnings.warn(
+            f"The prompt has {len(ids)} tokens, more than the {limit} allowed; its longest message "
+            "was cut in the middle.",
+            stacklevel=2,
+        )
+        longest = max(range(len(chat)), key=lambda i: len(chat[i]["content"]))
+        content_ids = tokenizer(chat[longest]["content"], add_special_tokens=False).input_ids
+        keep = max(0, len(content_ids) - (len(ids) - limit) - _TEMPLATE_SLACK)
+        head, tail = content_ids[: keep // 2], content_ids[len(content_ids) - (keep - keep // 2) :]
+        chat[longest]["content"] = tokenizer.decode(head) + _CUT_MARKER + tokenizer.decode(tail)
+        return _template_ids(tokenizer, chat)[-limit:]
+
+
+def _role(message: BaseMessage) -> str:
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, HumanMessage):
+        return "user"
+    return "assistant" if isinstance(message, AIMessage) else "user"
+
+
+def _template_ids(tokenizer: Any, chat: list[dict[str, str]]) -> list[int]:
+    text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    return list(tokenizer(text, add_special_tokens=False).input_ids)
+
+
+def _base_model(model: Any) -> contextlib.AbstractContextManager[Any]:
+    """Run a PeftModel without its adapter; any other model as it is."""
+    from peft import PeftModel
+
+    return model.disable_adapter() if isinstance(model, PeftModel) else contextlib.nullcontext()
+
+
+class _Halt:
+    """A stopping criterion that ends generation once `event` is set (from another thread)."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
+
+
+def _until_stop(pieces: Iterator[str], stop: list[str], on_stop: Callable[[], None] = lambda: None) -> Iterator[str]:
+    """Pass `pieces` through, ending before the first stop string (which may span pieces); then
+    call `on_stop`. Text that could be the start of a stop string is held back until it is not."""
+    if not stop:
+        yield from pieces
+        return
+    hold = max(len(s) for s in stop) - 1
+    buffer = ""
+    for piece in pieces:
+        buffer += piece
+        cut = min((i for i in (buffer.find(s) for s in stop) if i >= 0), default=-1)
+        if cut >= 0:
+            on_stop()
+            if buffer[:cut]:
+                yield buffer[:cut]
+            return
+        if len(buffer) > hold:
+            yield buffer[: len(buffer) - hold]
+            buffer = buffer[len(buffer) - hold :]
+    if buffer:
+        yield buffer

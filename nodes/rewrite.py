@@ -1,0 +1,103 @@
+"""The `rewrite` node: make the last user turn a standalone query for retrieval.
+
+It is also the entry of every turn, so it resets the per-turn fields. A user message that answers
+a clarification question (`awaiting_reply`) continues the turn: the rounds count is kept.
+
+The rewriter is pluggable: a callable taking the dialog and returning the query, or any LangChain
+chat model, prompted with `REWRITE_INSTRUCTION`. Its output is kept only when it looks like one
+standalone question that keeps the user's words (`accept_rewrite`); otherwise the query falls back
+to the raw turn, or, for a reply to a clarification question, to the clarified query plus the reply.
+Without history there is nothing to resolve and the rewriter is not called.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.constants import TAG_NOSTREAM
+
+from askbetter.nodes.messages import last_user_index, last_user_text, to_dialog, truncate_chars
+
+Rewriter = Callable[[list[BaseMessage]], str] | BaseChatModel
+
+REWRITE_INSTRUCTION = (
+    "Rewrite the user's last message as one standalone question that can be understood without "
+    "the conversation. Keep the user's words and add only what the conversation makes clear. "
+    "Reply with the question only."
+)
+# history shown to the rewriter, in characters (most recent kept)
+MAX_HISTORY_CHARS = 2000
+# a rewrite longer than this many times the turn (plus slack) is rejected as rambling
+MAX_GROWTH = 3
+_STOPWORDS = frozenset(
+    "the and for are but not you your its it's this that these those what which who whom whose "
+    "when where why how can could would should does did has have had was were will with from "
+    "into about there their they them then than our out all any some yes please thanks thank".split()
+)
+_PREFIX = re.compile(r"^\s*(standalone question|question|rewritten question|rewrite)\s*:\s*", re.I)
+
+
+def rewrite(state: Mapping[str, Any], *, rewriter: Rewriter | None, max_query_chars: int) -> dict[str, Any]:
+    messages: list[BaseMessage] = list(state.get("messages", []))
+    continuing = bool(state.get("awaiting_reply"))
+    updates: dict[str, Any] = {
+        "documents": [],
+        "pre_decision": None,
+        "post_decision": None,
+        "awaiting_reply": False,
+    }
+    if not continuing:
+        updates["clarification_rounds"] = 0
+    turn = truncate_chars(last_user_text(messages), max_query_chars, "user turn")
+    if not turn:
+        return {**updates, "query": ""}
+    fallback = turn
+    if continuing and state.get("query"):
+        fallback = f"{state['query']} {turn}"[:max_query_chars]
+    index = last_user_index(messages)
+    if rewriter is None or not to_dialog(messages[:index]):
+        return {**updates, "query": turn}
+    output = run_rewriter(rewriter, messages[: index + 1])
+    query = accept_rewrite(output, turn, max_query_chars)
+    return {**updates, "query": query or fallback}
+
+
+def run_rewriter(rewriter: Rewriter, messages: list[BaseMessage]) -> str:
+    if not isinstance(rewriter, BaseChatModel):
+        return rewriter(messages)
+    # tagged so LangGraph's `messages` stream mode does not show the rewrite's tokens
+    response = rewriter.invoke(rewrite_prompt(messages), config={"tags": [TAG_NOSTREAM]})
+    return response.text
+
+
+def rewrite_prompt(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The rewrite prompt: the instruction, then the dialog (last turn included) as one message."""
+    lines = [
+        f"{'User' if m['role'] == 'user' else 'Assistant'}: {m['content']}" for m in to_dialog(messages)
+    ]
+    *history, last = lines
+    history_text = "\n".join(history)[-MAX_HISTORY_CHARS:]
+    body = f"Conversation:\n{history_text}\n{last}\n\nStandalone question:"
+    return [SystemMessage(REWRITE_INSTRUCTION), HumanMessage(body)]
+
+
+def accept_rewrite(output: str | None, turn: str, max_chars: int) -> str | None:
+    """The cleaned rewrite, or None when it is empty, not text, too long, or drops the turn's words."""
+    line = next((ln.strip() for ln in (output or "").splitlines() if ln.strip()), "")
+    line = _PREFIX.sub("", line).strip().strip("\"'`").strip()
+    if not re.search(r"[^\W\d_]", line):
+        return None
+    if len(line) > min(max_chars, MAX_GROWTH * len(turn) + 100):
+        return None
+    kept = _content_words(line)
+    if not _content_words(turn) <= kept:
+        return None
+    return line
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[^\W_]+", text.lower()) if len(w) >= 3 and w not in _STOPWORDS}

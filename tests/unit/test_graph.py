@@ -1,0 +1,293 @@
+"""The whole graph with fakes: both ask modes, the rounds bound, no repeated question, state
+serialisation, bad input and token streaming."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.load import dumpd, load
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from askbetter.graph.factory import create_clarifying_rag
+from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
+from askbetter.nodes.answer import EMPTY_TURN_REPLY
+from askbetter.settings import Settings
+
+PASSAGES = [
+    {"id": "c1", "title": "Sync in Nimbus Cloud", "text": "Admins turn on Cloud Sync.", "score": 0.8, "source": "/c/cloud-sync.md"},
+    {"id": "d1", "title": "Sync in Nimbus Desktop", "text": "Choose Preferences > Sync.", "score": 0.7, "source": "/c/desktop-sync.md"},
+]
+ANSWER_TEXT = "Open Preferences and choose Sync [2]."
+
+
+def echo_rewriter(messages):
+    """Returns the last message unchanged (accepted, so the query is the raw turn)."""
+    return messages[-1].text
+
+
+def build(clarifier, *, answers=(ANSWER_TEXT,), rewriter=echo_rewriter, **settings):
+    """A compiled graph over fakes, its retriever, and a fresh thread config."""
+    retriever = StaticRetriever(PASSAGES)
+    graph = create_clarifying_rag(
+        clarifier=clarifier,
+        retriever=retriever,
+        answer_model=GenericFakeChatModel(messages=iter(answers)),
+        rewriter=rewriter,
+        settings=Settings(**settings),
+    ).compile(checkpointer=InMemorySaver())
+    return graph, retriever, {"configurable": {"thread_id": str(uuid.uuid4())}}
+
+
+def user(text):
+    return {"messages": [HumanMessage(text)]}
+
+
+def nodes_run(graph, payload, config, context=None):
+    return [node for update in graph.stream(payload, config, context=context, stream_mode="updates") for node in update]
+
+
+# ---------------------------------------------------------------- routing through the graph
+
+
+def test_clear_query_runs_every_check_and_answers_with_sources():
+    clarifier = ScriptedClarifier(pre=[None], post=[None])
+    graph, retriever, config = build(clarifier)
+    assert nodes_run(graph, user("How do I turn on sync in Nimbus Desktop?"), config) == [
+        "rewrite", "pre_check", "retrieve", "post_check", "answer"]
+    state = graph.get_state(config).values
+    assert retriever.queries == ["How do I turn on sync in Nimbus Desktop?"]
+    answer = state["messages"][-1]
+    assert isinstance(answer, AIMessage)
+    assert answer.text.startswith(ANSWER_TEXT)
+    assert "Sources:\n[1] Sync in Nimbus Cloud (cloud-sync.md)\n[2] Sync in Nimbus Desktop (desktop-sync.md)" in answer.text
+    assert [stage for stage, _, _ in clarifier.calls] == ["pre", "post"]
+    # post_check sees the retrieved passages as documents
+    assert [d["title"] for d in clarifier.calls[1][2]] == ["Sync in Nimbus Cloud", "Sync in Nimbus Desktop"]
+    assert state["pre_decision"]["score"] == pytest.approx(0.1) and state["post_decision"]["stage"] == "post"
+
+
+@pytest.mark.parametrize(
+    "context, expected_nodes, expected_stages",
+    [
+        ({"pre_check": False}, ["rewrite", "retrieve", "post_check", "answer"], ["post"]),
+        ({"post_check": False}, ["rewrite", "pre_check", "retrieve", "answer"], ["pre"]),
+        ({"pre_check": False, "post_check": False}, ["rewrite", "retrieve", "answer"], []),
+    ],
+)
+def test_checks_can_be_switched_off_per_run(context, expected_nodes, expected_stages):
+    clarifier = ScriptedClarifier(pre=[None], post=[None])
+    graph, _, config = build(clarifier)
+    assert nodes_run(graph, user("q about sync"), config, context) == expected_nodes
+    assert [stage for stage, _, _ in clarifier.calls] == expected_stages
+
+
+def test_checks_default_to_the_settings():
+    clarifier = ScriptedClarifier(pre=[None], post=[None])
+    graph, _, config = build(clarifier, pre_check=False)
+    assert nodes_run(graph, user("q about sync"), config) == ["rewrite", "retrieve", "post_check", "answer"]
+
+
+def test_post_check_question_is_asked_after_retrieval():
+    clarifier = ScriptedClarifier(pre=[None, None], post=["Cloud or Desktop?", None])
+    graph, _, config = build(clarifier)
+    out = graph.invoke(user("How do I turn on sync?"), config)
+    assert out["__interrupt__"][0].value == {"question": "Cloud or Desktop?", "score": 0.9, "stage": "post", "round": 1}
+
+
+# ---------------------------------------------------------------- interrupt mode
+
+
+def test_interrupt_then_resume_folds_the_reply_into_the_dialog():
+    clarifier = ScriptedClarifier(pre=["Which product: Nimbus Cloud or Nimbus Desktop?", None], post=[None])
+    graph, retriever, config = build(clarifier)
+    out = graph.invoke(user("How do I turn on sync?"), config, context={"ask_mode": "interrupt"})
+    payload = out["__interrupt__"][0].value
+    assert payload == {"question": "Which product: Nimbus Cloud or Nimbus Desktop?", "score": 0.9, "stage": "pre", "round": 1}
+    assert graph.get_state(config).next == ("ask_user",)
+    assert retriever.queries == []  # paused before retrieval
+
+    out = graph.invoke(Command(resume="Nimbus Desktop"), config, context={"ask_mode": "interrupt"})
+    kinds = [(type(m).__name__, m.text) for m in out["messages"]]
+    assert kinds[:3] == [
+        ("HumanMessage", "How do I turn on sync?"),
+        ("AIMessage", "Which product: Nimbus Cloud or Nimbus Desktop?"),
+        ("HumanMessage", "Nimbus Desktop"),
+    ]
+    assert kinds[3][0] == "AIMessage" and kinds[3][1].startswith(ANSWER_TEXT)
+    # the re-check saw the question and the reply
+    assert clarifier.calls[1][1][-2:] == [
+        {"role": "assistant", "content": "Which product: Nimbus Cloud or Nimbus Desktop?"},
+        {"role": "user", "content": "Nimbus Desktop"},
+    ]
+    assert out["clarification_rounds"] == 1 and out["asked_questions"] == ["Which product: Nimbus Cloud or Nimbus Desktop?"]
+    assert out["awaiting_reply"] is False
+
+
+def test_reply_to_a_question_is_searched_together_with_the_clarified_query():
+    # a rewriter whose output drops the reply's words is rejected: the fallback joins query and reply
+    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+    graph, retriever, config = build(clarifier, rewriter=lambda messages: "How do I turn on sync?")
+    graph.invoke(user("How do I turn on sync?"), config)
+    graph.invoke(Command(resume="Nimbus Desktop"), config)
+    assert retriever.queries == ["How do I turn on sync? Nimbus Desktop"]
+
+
+# ---------------------------------------------------------------- message mode
+
+
+def test_message_mode_ends_the_turn_with_the_question_and_the_next_message_continues_it():
+    clarifier = ScriptedClarifier(pre=["Which product?", "Which product again?"], post=[None])
+    graph, retriever, config = build(clarifier, ask_mode="message")
+    out = graph.invoke(user("How do I turn on sync?"), config)
+    assert "__interrupt__" not in out
+    assert isinstance(out["messages"][-1], AIMessage) and out["messages"][-1].text == "Which product?"
+    assert out["messages"][-1].response_metadata["askbetter_clarification"]["stage"] == "pre"
+    assert out["awaiting_reply"] is True and graph.get_state(config).next == ()
+
+    out = graph.invoke(user("Nimbus Desktop"), config)
+    # the reply continues the turn: the rounds bound (1) holds, the second question is not asked
+    assert out["clarification_rounds"] == 1
+    assert out["asked_questions"] == ["Which product?"]
+    assert out["messages"][-1].text.startswith(ANSWER_TEXT)
+    assert retriever.queries == ["Nimbus Desktop"]
+
+
+# ---------------------------------------------------------------- rounds bound, no repeats
+
+
+def test_rounds_bound_allows_exactly_max_rounds_questions_per_turn():
+    clarifier = ScriptedClarifier(pre=["Which product?", "Which version?", "Which platform?"], post=[None])
+    graph, _, config = build(clarifier, max_rounds=2)
+    context = {"max_rounds": 2}
+    assert graph.invoke(user("How do I turn on sync?"), config, context=context)["__interrupt__"][0].value["round"] == 1
+    assert graph.invoke(Command(resume="Desktop"), config, context=context)["__interrupt__"][0].value["round"] == 2
+    out = graph.invoke(Command(resume="Version 4"), config, context=context)
+    assert "__interrupt__" not in out
+    assert out["clarification_rounds"] == 2 and out["messages"][-1].text.startswith(ANSWER_TEXT)
+    assert out["pre_decision"]["question"] == "Which platform?"  # decided, but not asked
+
+
+def test_rounds_reset_with_each_new_user_turn():
+    clarifier = ScriptedClarifier(pre=["Which product?", None, "Which office?"], post=[None])
+    graph, _, config = build(clarifier, answers=[ANSWER_TEXT, "unused"])
+    graph.invoke(user("How do I turn on sync?"), config)
+    graph.invoke(Command(resume="Desktop"), config)
+    out = graph.invoke(user("Where do I park?"), config)
+    assert out["__interrupt__"][0].value == {"question": "Which office?", "score": 0.9, "stage": "pre", "round": 1}
+
+
+def test_a_question_answered_earlier_in_the_thread_is_never_asked_again():
+    clarifier = ScriptedClarifier(pre=["Which product?", "which product", "Which product?"], post=[None, None])
+    graph, _, config = build(clarifier, max_rounds=3, answers=[ANSWER_TEXT, ANSWER_TEXT])
+    graph.invoke(user("How do I turn on sync?"), config)
+    out = graph.invoke(Command(resume="Desktop"), config)  # same question again in the same turn
+    assert "__interrupt__" not in out and out["asked_questions"] == ["Which product?"]
+    out = graph.invoke(user("And how do I turn it off?"), config)  # and in a later turn
+    assert "__interrupt__" not in out and out["asked_questions"] == ["Which product?"]
+    assert out["messages"][-1].text.startswith(ANSWER_TEXT)
+
+
+# ---------------------------------------------------------------- run settings
+
+
+def test_context_threshold_rereads_the_score():
+    clarifier = ScriptedClarifier(pre=["Which product?"], post=[None])
+    graph, _, config = build(clarifier)
+    out = graph.invoke(user("How do I turn on sync?"), config, context={"threshold": 0.95})
+    assert "__interrupt__" not in out and out["pre_decision"]["needs_clarification"] is False
+
+
+def test_context_threshold_below_the_clarifiers_asks_with_its_question_method():
+    class WithQuestion(ScriptedClarifier):
+        def question(self, messages, documents=None):
+            return "Cloud or Desktop?"
+
+    graph, _, config = build(WithQuestion(pre=[None], post=[None]))
+    out = graph.invoke(user("How do I turn on sync?"), config, context={"threshold": 0.05})
+    assert out["__interrupt__"][0].value["question"] == "Cloud or Desktop?"
+
+
+def test_unknown_context_key_is_a_clear_error():
+    graph, _, config = build(ScriptedClarifier(pre=[None], post=[None]))
+    with pytest.raises(ValueError, match="unknown context key"):
+        graph.invoke(user("q"), config, context={"ask-mode": "message"})
+
+
+# ---------------------------------------------------------------- state, bad input, streaming
+
+
+def test_thread_state_round_trips_through_json():
+    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+    saver = InMemorySaver()
+    graph = create_clarifying_rag(
+        clarifier=clarifier, retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
+    ).compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "json"}}
+    graph.invoke(user("How do I turn on sync?"), config)
+    for step in ("paused", "done"):
+        values = saver.get_tuple(config).checkpoint["channel_values"]
+        plain = {k: v for k, v in values.items() if k != "messages" and not k.startswith("branch:")}
+        assert json.loads(json.dumps(plain)) == plain, step
+        messages = values["messages"]
+        assert load(json.loads(json.dumps(dumpd(messages))), allowed_objects="messages") == messages, step
+        if step == "paused":
+            graph.invoke(Command(resume="Desktop"), config)
+    assert {"query", "documents", "pre_decision", "post_decision", "clarification_rounds", "asked_questions"} <= set(plain)
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t "])
+def test_empty_turn_gets_a_polite_reply_without_any_model(text):
+    clarifier = ScriptedClarifier()  # no scripted decision: any call would fail
+    graph, retriever, config = build(clarifier, answers=[])
+    out = graph.invoke(user(text), config)
+    assert out["messages"][-1].text == EMPTY_TURN_REPLY
+    assert clarifier.calls == [] and retriever.queries == []
+    assert nodes_run(graph, user(text), config) == ["rewrite", "answer"]
+
+
+def test_overlong_turn_is_truncated_with_a_warning_not_a_crash():
+    clarifier = ScriptedClarifier(pre=[None], post=[None])
+    graph, retriever, config = build(clarifier, max_input_tokens=256)
+    with pytest.warns(UserWarning, match="characters; only the first 512"):
+        out = graph.invoke(user("sync " * 50_000), config)
+    assert len(retriever.queries[0]) == 512
+    assert out["messages"][-1].text.startswith(ANSWER_TEXT)
+
+
+def test_answer_tokens_stream_in_messages_mode_and_rewrite_tokens_do_not():
+    answer_text = "Choose Preferences then Sync [2]"
+    rewriter = GenericFakeChatModel(messages=iter(["How do I turn on sync in Nimbus Desktop?"]))
+    clarifier = ScriptedClarifier(pre=[None], post=[None])
+    graph, retriever, config = build(clarifier, answers=[answer_text], rewriter=rewriter)
+    history = {"messages": [HumanMessage("Tell me about Nimbus Desktop."), AIMessage("It is a notes app."),
+                            HumanMessage("How do I turn on sync?")]}
+    chunks = [(m, meta) for m, meta in graph.stream(history, config, stream_mode="messages")]
+    streamed = [m for m, meta in chunks if isinstance(m, AIMessageChunk)]
+    assert len(streamed) > 1  # token by token, not one final message
+    assert {meta["langgraph_node"] for _, meta in chunks} == {"answer"}
+    assert "".join(m.text for m in streamed) == answer_text
+    assert retriever.queries == ["How do I turn on sync in Nimbus Desktop?"]  # the rewrite was used
+
+
+def test_building_the_default_graph_loads_nothing(monkeypatch):
+    from askbetter.clarifier import assets
+    from askbetter.clarifier.local import LocalClarifier
+    from askbetter.retrieval.store import ChromaRetriever
+
+    def boom(*args, **kwargs):
+        raise AssertionError("loaded at build time")
+
+    monkeypatch.setattr(assets, "load_model", boom)
+    monkeypatch.setattr(LocalClarifier, "from_settings", boom)
+    monkeypatch.setattr(ChromaRetriever, "from_settings", boom)
+    graph = create_clarifying_rag(settings=Settings()).compile(checkpointer=InMemorySaver())
+    out = graph.invoke(user(" "), {"configurable": {"thread_id": "lazy"}})  # an empty turn needs no model
+    assert out["messages"][-1].text == EMPTY_TURN_REPLY
+    with pytest.raises(AssertionError, match="loaded at build time"):  # the first real turn loads
+        graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "lazy"}})

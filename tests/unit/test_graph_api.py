@@ -1,0 +1,40 @@
+"""The public API (lazy imports) and the graph that `langgraph.json` names."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_public_names_resolve_lazily():
+    import askbetter
+    from askbetter.graph.factory import create_clarifying_rag
+    from askbetter.retrieval.ingest import ingest
+
+    assert askbetter.create_clarifying_rag is create_clarifying_rag
+    assert askbetter.ingest is ingest
+    assert set(askbetter.__all__) <= set(dir(askbetter))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        askbetter.nope  # noqa: B018
+
+
+def test_importing_the_package_and_the_served_graph_loads_no_heavy_library():
+    code = (
+        "import sys, askbetter, askbetter.graph.app as app\n"
+        "print(type(app.graph).__name__, app.graph.name, sorted(m for m in ('torch', 'transformers', 'chromadb') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/").stdout
+    assert out.split() == ["CompiledStateGraph", "askbetter", "[]"]
+
+
+def test_langgraph_json_names_the_served_graph():
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    path, attr = config["graphs"]["askbetter"].split(":")
+    assert (ROOT / path).is_file() and attr == "graph"
+    assert f"\n{attr} = " in (ROOT / path).read_text()

@@ -1,0 +1,55 @@
+"""Pure parts of the training loop: bucketing, collation, the weighted loss."""
+
+import random
+
+import pytest
+import torch
+
+from askbetter.clarifier.train import Encoded, TrainConfig, collate, make_batches, weighted_loss
+
+
+def _items(lengths: list[int]) -> list[Encoded]:
+    return [Encoded(list(range(1, n + 1)), n_prompt=n - 2) for n in lengths]
+
+
+def test_batches_cover_every_item_once_and_respect_the_token_budget() -> None:
+    rng = random.Random(0)
+    lengths = [rng.randint(10, 300) for _ in range(200)]
+    items = _items(lengths)
+    cfg = TrainConfig(batch_tokens=1024, max_batch_size=8)
+    batches = make_batches(items, cfg, random.Random(1))
+    flat = sorted(i for b in batches for i in b)
+    assert flat == list(range(len(items)))
+    for b in batches:
+        assert len(b) <= 8
+        assert max(lengths[i] for i in b) * len(b) <= 1024 or len(b) == 1
+
+
+def test_batches_are_deterministic_given_the_seed() -> None:
+    items = _items([5, 50, 7, 80, 33, 12, 90, 41])
+    cfg = TrainConfig(batch_tokens=100)
+    assert make_batches(items, cfg, random.Random(3)) == make_batches(items, cfg, random.Random(3))
+
+
+def test_collate_masks_prompt_and_padding_and_marks_the_first_answer_token() -> None:
+    items = [Encoded([5, 6, 7, 8], n_prompt=2), Encoded([9, 10, 11], n_prompt=1)]
+    batch = collate(items, pad_id=0, multiple=8)
+    assert batch["input_ids"].shape == (2, 8)
+    assert batch["labels"][0].tolist() == [-100, -100, 7, 8, -100, -100, -100, -100]
+    assert batch["labels"][1].tolist() == [-100, 10, 11, -100, -100, -100, -100, -100]
+    assert batch["attention_mask"][1].tolist() == [1, 1, 1, 0, 0, 0, 0, 0]
+    assert batch["first"][0].nonzero().flatten().tolist() == [2]
+    assert batch["first"][1].nonzero().flatten().tolist() == [1]
+
+
+def test_weighted_loss_counts_the_first_answer_token_more() -> None:
+    torch.manual_seed(0)
+    logits = torch.randn(1, 4, 10)
+    labels = torch.tensor([[-100, -100, 3, 4]])
+    first = torch.tensor([[False, False, True, False]])
+    plain = weighted_loss(logits, labels, first, 1.0)
+    per_token = torch.nn.functional.cross_entropy(logits[0, 1:3], labels[0, 2:4], reduction="none")
+    assert plain.item() == pytest.approx(per_token.mean().item(), rel=1e-5)
+    weighted = weighted_loss(logits, labels, first, 3.0)
+    expected = (3 * per_token[0] + per_token[1]) / 4
+    assert weighted.item() == pytest.approx(expected.item(), rel=1e-5)

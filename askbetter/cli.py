@@ -171,6 +171,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(settings_from(args))
 
 
+def _model_subcommands() -> list[Callable[[Any], None]]:
+    from askbetter.cli_model import add_data, add_eval, add_train
+
+    return [add_data, add_train, add_eval]
+
+
 SUBCOMMANDS: list[Callable[[Any], None]] = [add_ingest, add_ask, add_chat, add_demo]
 
 
@@ -183,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A RAG agent that asks a clarification question when, and only when, a query needs one.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in SUBCOMMANDS:
+    for add in [*SUBCOMMANDS, *_model_subcommands()]:
         add(subparsers)
     return parser
 
@@ -206,9 +212,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Errors with a message meant for the user (imported late: they live in heavy modules)."""
     from askbetter.clarifier.assets import ModelNotFound, ModelPackageMissing
+    from askbetter.clarifier.examples import ExampleFormatError
+    from askbetter.clarifier.source_common import RawDataError
     from askbetter.retrieval.errors import RetrievalError
 
-    return (UsageError, ModelPackageMissing, ModelNotFound, RetrievalError)
+    return (UsageError, ModelPackageMissing, ModelNotFound, RetrievalError, ExampleFormatError,
+            RawDataError, FileNotFoundError)
 
 
 if __name__ == "__main__":

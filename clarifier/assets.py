@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib.util
 import logging
 import shutil
-from dataclasses import dataclass
-from functools import lru_cache
+import threading
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
 from pathlib import Path
 
 import torch
@@ -39,11 +40,15 @@ class ModelNotFound(RuntimeError):
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A causal LM (a `PeftModel` when an adapter is loaded) and its tokenizer, in eval mode."""
+    """A causal LM (a `PeftModel` when an adapter is loaded) and its tokenizer, in eval mode.
+
+    The clarifier (adapter on) and the local chat model (adapter off) share one copy; `lock`
+    serialises their use so that switching the adapter off never overlaps a clarifier call."""
 
     model: torch.nn.Module
     tokenizer: object
     adapter: Path | None = None
+    lock: threading.RLock = field(default_factory=threading.RLock, compare=False, repr=False)
 
     @property
     def has_adapter(self) -> bool:
@@ -115,12 +120,17 @@ def resolve_adapter(spec: str | None) -> Path | None:
     if spec == BUNDLED_ADAPTER:
         if (BUNDLED_ADAPTER_DIR / "adapter_config.json").is_file():
             return BUNDLED_ADAPTER_DIR
-        log.warning("No bundled adapter found in %s: using the prompted base model", BUNDLED_ADAPTER_DIR)
+        _warn_no_bundled_adapter()
         return None
     path = Path(spec).expanduser()
     if not (path / "adapter_config.json").is_file():
         raise ModelNotFound(f"{path} is not a PEFT adapter folder (no adapter_config.json)")
     return path
+
+
+@cache
+def _warn_no_bundled_adapter() -> None:
+    log.warning("No bundled adapter found in %s: using the prompted base model", BUNDLED_ADAPTER_DIR)
 
 
 def resolve_dtype(name: str, device: str) -> torch.dtype:

@@ -67,6 +67,7 @@ class LocalClarifier:
         """Build from settings; `adapter` ("bundled", "none" or a path) overrides the setting.
 
         The threshold is, in order: `settings.threshold`, the one stored with the adapter, 0.5.
+        The prompt budget is the adapter's training budget, else `settings.max_input_tokens`.
         Without an adapter the prompt style defaults to `zero-shot`.
         """
         settings = settings or Settings.from_env()
@@ -75,7 +76,9 @@ class LocalClarifier:
         threshold = settings.threshold if settings.threshold is not None else stored.get(
             "threshold", DEFAULT_THRESHOLD)
         style = prompt_style or ("tuned" if loaded.has_adapter else "zero-shot")
-        return cls(loaded, threshold=threshold, max_input_tokens=settings.max_input_tokens,
+        # the prompt budget the adapter was trained with, so scores match its threshold
+        budget = stored.get("max_input_tokens", settings.max_input_tokens)
+        return cls(loaded, threshold=threshold, max_input_tokens=budget,
                    max_question_tokens=settings.max_question_tokens, prompt_style=style)
 
     def _ids(self, messages: list[Message], documents: list[Document] | None) -> torch.Tensor:
@@ -86,7 +89,9 @@ class LocalClarifier:
     @torch.inference_mode()
     def score(self, messages: list[Message], documents: list[Document] | None = None) -> float:
         """P(clarify) for the last user turn: 1 - P(CLEAR) at the first answer position."""
-        logits = self.loaded.model(input_ids=self._ids(messages, documents)).logits[0, -1]
+        ids = self._ids(messages, documents)
+        with self.loaded.lock:
+            logits = self.loaded.model(input_ids=ids).logits[0, -1]
         p_clear = torch.softmax(logits.float(), dim=-1)[self._clear_id].item()
         return 1.0 - p_clear
 
@@ -95,14 +100,15 @@ class LocalClarifier:
         """Generate one clarification question (CLEAR is suppressed at the first position)."""
         tok = self.loaded.tokenizer
         ids = self._ids(messages, documents)
-        out = self.loaded.model.generate(
-            input_ids=ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=self.max_question_tokens,
-            do_sample=False,
-            begin_suppress_tokens=[self._clear_id],
-            pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
-        )
+        with self.loaded.lock:
+            out = self.loaded.model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=self.max_question_tokens,
+                do_sample=False,
+                begin_suppress_tokens=[self._clear_id],
+                pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+            )
         text = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
         return clean_question(text) or FALLBACK_QUESTION
 

@@ -104,7 +104,7 @@ class LocalChatModel(BaseChatModel):
 
         def run() -> None:
             try:
-                with torch.inference_mode(), _base_model(model):
+                with loaded.lock, torch.inference_mode(), _base_model(model):
                     model.generate(
                         input_ids=torch.tensor([input_ids], device=model.device),
                         attention_mask=torch.ones(1, len(input_ids), dtype=torch.long, device=model.device),

@@ -1,0 +1,105 @@
+"""The clarification model's subcommands: `data build`, `train` and `eval`.
+
+Registered in `askbetter.cli.SUBCOMMANDS`; every `TrainConfig` field is a `train` option, so the
+knobs on the command line are the knobs at the top of `askbetter.clarifier.train`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any
+
+from askbetter.cli import UsageError, settings_from
+
+
+def add_data(subparsers: Any) -> None:
+    parser = subparsers.add_parser("data", help="build the clarification data (train/dev/test JSONL)")
+    actions = parser.add_subparsers(dest="data_command", required=True, metavar="ACTION")
+    build = actions.add_parser("build", help="convert the raw datasets into the example schema")
+    build.add_argument("raw_dir", type=Path, metavar="RAW_DIR", help="the raw datasets, e.g. ../shared/data")
+    build.add_argument("--out", type=Path, default=Path("data"), help="output folder (default: data)")
+    build.add_argument("--seed", type=int, default=13, help="split and sampling seed (default: 13)")
+    build.set_defaults(handler=cmd_data_build)
+
+
+def cmd_data_build(args: argparse.Namespace) -> int:
+    from askbetter.clarifier.data_build import build_dataset, format_counts
+
+    report = build_dataset(args.raw_dir, args.out, seed=args.seed, progress=True)
+    print(format_counts(report))
+    print("wrote " + ", ".join(str(path) for path in report.files.values()))
+    return 0
+
+
+def add_train(subparsers: Any) -> None:
+    from askbetter.clarifier.train import TrainConfig
+
+    parser = subparsers.add_parser(
+        "train", help="LoRA-train the clarifier (resumes from OUT_DIR/checkpoint)",
+        description="Every option is a field of askbetter.clarifier.train.TrainConfig.")
+    for f in dataclasses.fields(TrainConfig):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        flag = "--" + f.name.replace("_", "-")
+        if isinstance(default, tuple):
+            parser.add_argument(flag, nargs="+", default=list(default), help=f"default: {' '.join(default)}")
+        elif f.name == "base_model":
+            parser.add_argument(flag, default=None, help="default: ASKBETTER_BASE_MODEL (the bundled SmolLM2)")
+        else:
+            parser.add_argument(flag, type=type(default), default=default, help=f"default: {default}")
+    parser.set_defaults(handler=cmd_train)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from askbetter.clarifier.train import TrainConfig, train
+
+    logging.basicConfig(level=logging.WARNING, format="askbetter: %(message)s")
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    values = {k: v for k, v in vars(args).items() if k in names}
+    values["target_modules"] = tuple(values["target_modules"])
+    out = train(TrainConfig(**values), settings_from(args))
+    print(f"adapter written to {out}")
+    return 0
+
+
+def add_eval(subparsers: Any) -> None:
+    parser = subparsers.add_parser("eval", help="evaluate the clarifier on any JSONL file in the example schema")
+    parser.add_argument("file", type=Path, metavar="FILE.jsonl")
+    parser.add_argument("--adapter", help='"bundled" (default), an adapter folder, or "none"')
+    parser.add_argument("--base-model", help="Hugging Face id or folder (default: ASKBETTER_BASE_MODEL)")
+    parser.add_argument("--limit", type=int, help="evaluate the first N examples")
+    parser.add_argument("--json", type=Path, dest="json_out", metavar="OUT", help="write the report as JSON")
+    parser.add_argument("--prompt-style", choices=("tuned", "zero-shot", "few-shot"),
+                        help="default: tuned with an adapter, zero-shot without")
+    parser.add_argument("--predictions", type=Path, metavar="OUT.jsonl", help="write per-example predictions")
+    parser.add_argument("--no-questions", action="store_true", help="classification only: skip question generation")
+    parser.add_argument("--baselines", action="store_true",
+                        help="also score always/never-clarify and the prompted base model; print one table")
+    parser.add_argument("--markdown", type=Path, metavar="OUT.md", help="with --baselines: write the table")
+    parser.set_defaults(handler=cmd_eval)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    try:
+        return _evaluate(args, settings)
+    except ValueError as exc:  # an empty file, a bad --limit
+        raise UsageError(str(exc)) from exc
+
+
+def _evaluate(args: argparse.Namespace, settings: Any) -> int:
+    from askbetter.clarifier.baselines import format_table, run_baselines
+    from askbetter.clarifier.evaluate import format_report, run_eval
+
+    if args.baselines:
+        reports = run_baselines(args.file, limit=args.limit, adapter=args.adapter, json_out=args.json_out,
+                                markdown_out=args.markdown, base_model=args.base_model, settings=settings)
+        print(format_table(reports))
+        return 0
+    report = run_eval(args.file, adapter=args.adapter, base_model=args.base_model, limit=args.limit,
+                      json_out=args.json_out, prompt_style=args.prompt_style, settings=settings,
+                      predictions_out=args.predictions, generate_questions=not args.no_questions)
+    print(format_report(report))
+    return 0

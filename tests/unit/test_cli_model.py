@@ -1,0 +1,47 @@
+"""The model subcommands: `data build`, `train` options, `eval` errors (no model is loaded)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from askbetter.cli import build_parser, main
+from askbetter.clarifier.train import TrainConfig
+
+FIXTURE_RAW = Path(__file__).parent.parent / "fixtures" / "raw"
+
+
+def test_data_build_writes_the_three_splits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["data", "build", str(FIXTURE_RAW), "--out", str(tmp_path), "--seed", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "clarify share" in out
+    for split in ("train", "dev", "test"):
+        lines = (tmp_path / f"{split}.jsonl").read_text().splitlines()
+        assert all(json.loads(line)["setting"] in ("pre", "post") for line in lines)
+
+
+def test_data_build_on_a_missing_folder_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["data", "build", str(tmp_path / "nope")]) == 1
+    assert "askbetter: error:" in capsys.readouterr().err
+
+
+def test_every_train_config_field_is_an_option() -> None:
+    args = build_parser().parse_args(
+        ["train", "--max-examples", "12", "--lr", "0.001", "--target-modules", "q_proj", "v_proj",
+         "--out-dir", "/tmp/x"])
+    assert args.max_examples == 12 and args.lr == 0.001 and args.out_dir == Path("/tmp/x")
+    assert args.target_modules == ["q_proj", "v_proj"]
+    assert args.epochs == TrainConfig().epochs
+
+
+def test_train_without_data_says_how_to_build_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "--data-dir", str(tmp_path), "--out-dir", str(tmp_path / "run")]) == 1
+    assert "askbetter data build" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("content", "message"), [("", "no examples"), ('{"id": 1\n', ":1: not a valid example")])
+def test_eval_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text(content)
+    assert main(["eval", str(path), "--no-questions"]) == 1
+    assert message in capsys.readouterr().err

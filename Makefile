@@ -25,7 +25,6 @@ demo: setup
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 test: setup
-	$(BIN)/python -m ipykernel install --user --name python3 >/dev/null
 	$(BIN)/pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest ran no test"; exit 1; fi; exit $$rc
 
 test-fast: setup

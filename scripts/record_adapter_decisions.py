@@ -1,0 +1,42 @@
+"""Record the bundled adapter's decisions on a handful of test-split examples.
+
+`tests/integration/test_adapter.py` checks that the shipped adapter still makes them. Examples
+are taken in file order, two per (setting, label), among those whose score is at least 0.15 away
+from the threshold, so that bf16/fp32 differences across CPUs cannot flip a decision.
+
+    python scripts/record_adapter_decisions.py data/test.jsonl tests/fixtures/adapter_decisions.jsonl
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from askbetter.clarifier.examples import read_examples
+from askbetter.clarifier.local import LocalClarifier
+
+MARGIN = 0.15
+PER_CELL = 2
+
+
+def main(test_file: Path, out: Path) -> None:
+    clarifier = LocalClarifier.from_settings(adapter="bundled")
+    cells: dict[tuple[str, bool], int] = {}
+    rows = []
+    for ex in read_examples(test_file):
+        key = (ex["setting"], ex["clarification"] is not None)
+        if cells.get(key, 0) >= PER_CELL:
+            continue
+        score = clarifier.score(ex["messages"], ex["documents"])
+        if abs(score - clarifier.threshold) < MARGIN:
+            continue
+        cells[key] = cells.get(key, 0) + 1
+        rows.append({**ex, "recorded": {"score": round(score, 4),
+                                        "needs_clarification": score >= clarifier.threshold}})
+        if len(rows) == 4 * PER_CELL:
+            break
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    print(f"recorded {len(rows)} decisions at threshold {clarifier.threshold:.3f} in {out}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -157,14 +157,24 @@ def load_model(settings: Settings | None = None, adapter: str | None = None) -> 
                  settings.dtype, settings.device)
 
 
-@lru_cache(maxsize=4)
-def _load(base: str, cache_dir: str, adapter: Path | None, dtype: str, device: str) -> LoadedModel:
+def load_base(base: str, cache_dir: Path, dtype: str, device: str) -> tuple[torch.nn.Module, object]:
+    """The base causal LM and its tokenizer, uncached: what training starts from."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source = resolve_base_model(base, Path(cache_dir))
-    torch_dtype = resolve_dtype(dtype, device)
+    source = resolve_base_model(base, cache_dir)
     tokenizer = AutoTokenizer.from_pretrained(source)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype).to(device)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=resolve_dtype(dtype, device)).to(device)
+    return model, tokenizer
+
+
+def pad_token_id(tokenizer) -> int:
+    """The tokenizer's padding id, or its end-of-sequence id when it has none."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+
+@lru_cache(maxsize=4)
+def _load(base: str, cache_dir: str, adapter: Path | None, dtype: str, device: str) -> LoadedModel:
+    model, tokenizer = load_base(base, Path(cache_dir), dtype, device)
     if adapter is not None:
         from peft import PeftModel
 

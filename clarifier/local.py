@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from askbetter.clarifier.assets import LoadedModel, load_model
+from askbetter.clarifier.assets import LoadedModel, load_model, pad_token_id
 from askbetter.clarifier.prompt import (
     PROMPT_STYLES,
     PromptStyle,
@@ -107,7 +107,7 @@ class LocalClarifier:
                 max_new_tokens=self.max_question_tokens,
                 do_sample=False,
                 begin_suppress_tokens=[self._clear_id],
-                pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+                pad_token_id=pad_token_id(tok),
             )
         text = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
         return clean_question(text) or FALLBACK_QUESTION

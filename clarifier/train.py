@@ -151,7 +151,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     from safetensors.torch import load_file
     from transformers import get_linear_schedule_with_warmup
 
-    from askbetter.clarifier.assets import resolve_base_model, resolve_dtype
+    from askbetter.clarifier.assets import load_base, pad_token_id, resolve_dtype
     from askbetter.clarifier.data_build import balanced_sample
 
     settings = settings or Settings.from_env()
@@ -165,12 +165,9 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     (cfg.out_dir / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2))
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    base = resolve_base_model(cfg.base_model or settings.base_model, settings.cache_dir)
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    dtype = resolve_dtype(settings.dtype, cfg.device)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype).to(cfg.device)
+    model, tokenizer = load_base(cfg.base_model or settings.base_model, settings.cache_dir,
+                                 settings.dtype, cfg.device)
+    use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
     lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                       target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
     model = get_peft_model(model, lora)
@@ -196,8 +193,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         state.update(saved)
         log.warning("Resuming from %s at step %d/%d", ckpt, state["step"], total)
 
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    use_autocast = dtype == torch.bfloat16
+    pad_id = pad_token_id(tokenizer)
     model.train()
     log_file = (cfg.out_dir / "train_log.jsonl").open("a")
     bar = tqdm(total=total, initial=state["step"], desc="training", unit="step")

@@ -94,11 +94,13 @@ class LocalChatModel(BaseChatModel):
         import torch
         from transformers import StoppingCriteriaList, TextIteratorStreamer
 
+        from askbetter.clarifier.assets import pad_token_id
+
         loaded = self._loaded()
         tokenizer, model = loaded.tokenizer, loaded.model
         input_ids = self._prompt_ids(messages, tokenizer)
         streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
-        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        pad_id = pad_token_id(tokenizer)
         halt = threading.Event()
         failure: list[BaseException] = []
 

@@ -55,6 +55,9 @@ class TrainConfig:
     threads: int = 0  # 0: torch's default
     device: str = "cpu"
     max_steps: int = 0  # 0: no limit (for smoke tests)
+    # continue training this adapter ("bundled", or a PEFT folder) instead of a fresh LoRA; its
+    # own LoRA shape (r, alpha, target modules) is kept and the lora_* fields are ignored
+    init_adapter: str = ""
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -147,11 +150,11 @@ def _peak_rss_mb() -> float:
 
 def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     """Train (or resume) and write the adapter with its threshold and metrics to `out_dir/adapter`."""
-    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+    from peft import LoraConfig, PeftModel, get_peft_model, set_peft_model_state_dict
     from safetensors.torch import load_file
     from transformers import get_linear_schedule_with_warmup
 
-    from askbetter.clarifier.assets import load_base, pad_token_id, resolve_dtype
+    from askbetter.clarifier.assets import load_base, pad_token_id, resolve_adapter, resolve_dtype
     from askbetter.clarifier.data_build import balanced_sample
 
     settings = settings or Settings.from_env()
@@ -168,9 +171,13 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     model, tokenizer = load_base(cfg.base_model or settings.base_model, settings.cache_dir,
                                  settings.dtype, cfg.device)
     use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
-    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                      target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
-    model = get_peft_model(model, lora)
+    init = resolve_adapter(cfg.init_adapter)
+    if init:
+        model = PeftModel.from_pretrained(model, str(init), is_trainable=True)
+    else:
+        lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                          target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
+        model = get_peft_model(model, lora)
 
     examples = read_examples(train_file)
     if cfg.max_examples:
@@ -192,10 +199,12 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         scheduler.load_state_dict(saved.pop("scheduler"))
         state.update(saved)
         log.warning("Resuming from %s at step %d/%d", ckpt, state["step"], total)
+    log_path = cfg.out_dir / "train_log.jsonl"
+    _truncate_log(log_path, state["step"])
 
     pad_id = pad_token_id(tokenizer)
     model.train()
-    log_file = (cfg.out_dir / "train_log.jsonl").open("a")
+    log_file = log_path.open("a")
     bar = tqdm(total=total, initial=state["step"], desc="training", unit="step")
     while state["step"] < total:
         started = time.perf_counter()
@@ -224,11 +233,23 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
             _save_checkpoint(model, optimizer, scheduler, state, ckpt)
     bar.close()
     log_file.close()
-    return finish(model, tokenizer, cfg, state, dev_file, len(items))
+    return finish(model, tokenizer, cfg, state, dev_file, len(items), init)
 
 
-def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_train: int) -> Path:
-    """Pick the threshold on dev, then write the adapter and its clarifier config."""
+def _truncate_log(path: Path, step: int) -> None:
+    """Keep only the log lines up to `step`: a run killed between checkpoints repeats the steps
+    after the last checkpoint when it resumes, and they must not be logged twice."""
+    if not path.is_file():
+        return
+    kept = [line for line in path.read_text().splitlines()
+            if line.strip() and json.loads(line)["step"] <= step]
+    path.write_text("".join(line + "\n" for line in kept))
+
+
+def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_train: int,
+           init: Path | None = None) -> Path:
+    """Pick the threshold on dev, then write the adapter and its clarifier config (with the
+    training record of `init`, the adapter this run continued, under `continued_from`)."""
     from askbetter.clarifier.assets import LoadedModel
     from askbetter.clarifier.data_build import balanced_sample
     from askbetter.clarifier.metrics import pick_threshold
@@ -253,6 +274,9 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
                      "train_seconds": round(state["seconds"], 1), "peak_rss_mb": round(_peak_rss_mb()),
                      "config": cfg.to_json()},
     }
+    previous = init / CLARIFIER_CONFIG if init else None
+    if previous and previous.is_file():
+        meta["training"]["continued_from"] = json.loads(previous.read_text()).get("training")
     (out / CLARIFIER_CONFIG).write_text(json.dumps(meta, indent=2))
     log.warning("Adapter written to %s (threshold %.3f)", out, threshold)
     return out

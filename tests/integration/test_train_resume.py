@@ -37,3 +37,30 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path)
     assert clarifier.loaded.has_adapter and clarifier.threshold == meta["threshold"]
     decision = clarifier.check([{"role": "user", "content": "Who won the cup?"}])
     assert 0.0 <= decision.score <= 1.0
+
+
+def test_train_continues_an_existing_adapter(tmp_path: Path) -> None:
+    """`init_adapter` starts from the given adapter's weights (not a fresh LoRA, whose B is zero)
+    and keeps its LoRA shape; the record of the earlier run is kept under `continued_from`."""
+    from safetensors.torch import load_file
+
+    from askbetter.clarifier.assets import BUNDLED_ADAPTER_DIR
+    from askbetter.clarifier.data_build import build_dataset
+    from askbetter.clarifier.local import CLARIFIER_CONFIG
+    from askbetter.clarifier.train import TrainConfig, train
+
+    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False)
+    cfg = TrainConfig(data_dir=tmp_path / "data", out_dir=tmp_path / "run", max_examples=4,
+                      dev_examples=2, max_input_tokens=64, batch_tokens=256, max_batch_size=2,
+                      max_steps=1, lr=1e-6, lora_r=4, init_adapter="bundled")
+    adapter = train(cfg)
+    before = load_file(BUNDLED_ADAPTER_DIR / "adapter_model.safetensors")
+    after = load_file(adapter / "adapter_model.safetensors")
+    assert before.keys() == after.keys()
+    b_keys = [k for k in after if "lora_B" in k]
+    assert b_keys and all(after[k].abs().sum() > 0 for k in b_keys)  # a fresh LoRA B is zero
+    close = sum(bool((after[k].float() - before[k].float()).abs().max() < 1e-3) for k in after)
+    assert close == len(after)  # one step at lr 1e-6 barely moves the bundled weights
+    shipped = json.loads((BUNDLED_ADAPTER_DIR / CLARIFIER_CONFIG).read_text())
+    meta = json.loads((adapter / CLARIFIER_CONFIG).read_text())
+    assert meta["training"]["continued_from"] == shipped["training"]

@@ -9,18 +9,7 @@ from askbetter.clarifier import baselines as bl
 from askbetter.clarifier import evaluate as ev
 from askbetter.clarifier.types import Clarifier
 from askbetter.settings import Settings
-
-
-def example(i, setting, clarification, kind):
-    return {
-        "id": f"ex-{i}",
-        "source": "test",
-        "setting": setting,
-        "messages": [{"role": "user", "content": f"query {i}"}],
-        "documents": [{"id": "d1", "text": "passage"}] if setting == "post" else [],
-        "clarification": clarification,
-        "kind": kind,
-    }
+from example_factory import example
 
 
 EXAMPLES = [

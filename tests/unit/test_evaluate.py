@@ -9,24 +9,13 @@ from askbetter.clarifier import evaluate as ev
 from askbetter.clarifier.examples import ExampleFormatError
 from askbetter.clarifier.types import Clarifier, Decision
 from askbetter.settings import Settings
+from example_factory import example
 
 DOCUMENTED_KEYS = set(
     "system threshold n n_clarify accuracy precision_clarify recall_clarify f1_clarify macro_f1"
     " auc by_setting by_kind rouge_l embed_sim one_question_share n_questions sec_per_example"
     .split()
 )
-
-
-def example(i, setting, clarification, kind, text=None):
-    return {
-        "id": f"ex-{i}",
-        "source": "test",
-        "setting": setting,
-        "messages": [{"role": "user", "content": text or f"query {i}"}],
-        "documents": [{"id": "d1", "text": "passage"}] if setting == "post" else [],
-        "clarification": clarification,
-        "kind": kind,
-    }
 
 
 EXAMPLES = [

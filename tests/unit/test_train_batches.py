@@ -53,3 +53,15 @@ def test_weighted_loss_counts_the_first_answer_token_more() -> None:
     weighted = weighted_loss(logits, labels, first, 3.0)
     expected = (3 * per_token[0] + per_token[1]) / 4
     assert weighted.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_the_step_log_is_cut_back_to_the_checkpoint_step(tmp_path) -> None:
+    from askbetter.clarifier.train import _truncate_log
+
+    log = tmp_path / "train_log.jsonl"
+    log.write_text("".join(f'{{"step": {s}, "loss": 1.0}}\n' for s in [1, 2, 3, 4, 5]) + "\n")
+    _truncate_log(log, 3)
+    assert [line for line in log.read_text().splitlines()] == [
+        f'{{"step": {s}, "loss": 1.0}}' for s in [1, 2, 3]]
+    _truncate_log(tmp_path / "absent.jsonl", 3)
+    assert not (tmp_path / "absent.jsonl").exists()

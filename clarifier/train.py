@@ -238,11 +238,17 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
 
 def _truncate_log(path: Path, step: int) -> None:
     """Keep only the log lines up to `step`: a run killed between checkpoints repeats the steps
-    after the last checkpoint when it resumes, and they must not be logged twice."""
+    after the last checkpoint when it resumes, and they must not be logged twice. A line cut off
+    by the kill is dropped too."""
     if not path.is_file():
         return
-    kept = [line for line in path.read_text().splitlines()
-            if line.strip() and json.loads(line)["step"] <= step]
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            if json.loads(line)["step"] <= step:
+                kept.append(line)
+        except (ValueError, KeyError, TypeError):
+            continue
     path.write_text("".join(line + "\n" for line in kept))
 
 

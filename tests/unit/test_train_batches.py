@@ -59,7 +59,7 @@ def test_the_step_log_is_cut_back_to_the_checkpoint_step(tmp_path) -> None:
     from askbetter.clarifier.train import _truncate_log
 
     log = tmp_path / "train_log.jsonl"
-    log.write_text("".join(f'{{"step": {s}, "loss": 1.0}}\n' for s in [1, 2, 3, 4, 5]) + "\n")
+    log.write_text("".join(f'{{"step": {s}, "loss": 1.0}}\n' for s in [1, 2, 3, 4, 5]) + '{"step": 6, "lo')
     _truncate_log(log, 3)
     assert [line for line in log.read_text().splitlines()] == [
         f'{{"step": {s}, "loss": 1.0}}' for s in [1, 2, 3]]

@@ -259,7 +259,7 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
     from askbetter.clarifier.assets import LoadedModel
     from askbetter.clarifier.data_build import balanced_sample
     from askbetter.clarifier.metrics import pick_threshold
-    from askbetter.clarifier.local import CLARIFIER_CONFIG, LocalClarifier
+    from askbetter.clarifier.local import CLARIFIER_CONFIG, LocalClarifier, adapter_config
 
     model.eval()
     out = cfg.out_dir / "adapter"
@@ -280,9 +280,9 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
                      "train_seconds": round(state["seconds"], 1), "peak_rss_mb": round(_peak_rss_mb()),
                      "config": cfg.to_json()},
     }
-    previous = init / CLARIFIER_CONFIG if init else None
-    if previous and previous.is_file():
-        meta["training"]["continued_from"] = json.loads(previous.read_text()).get("training")
+    continued = adapter_config(init).get("training")
+    if continued:
+        meta["training"]["continued_from"] = continued
     (out / CLARIFIER_CONFIG).write_text(json.dumps(meta, indent=2))
     log.warning("Adapter written to %s (threshold %.3f)", out, threshold)
     return out

@@ -61,7 +61,7 @@ def test_the_step_log_is_cut_back_to_the_checkpoint_step(tmp_path) -> None:
     log = tmp_path / "train_log.jsonl"
     log.write_text("".join(f'{{"step": {s}, "loss": 1.0}}\n' for s in [1, 2, 3, 4, 5]) + '{"step": 6, "lo')
     _truncate_log(log, 3)
-    assert [line for line in log.read_text().splitlines()] == [
+    assert log.read_text().splitlines() == [
         f'{{"step": {s}, "loss": 1.0}}' for s in [1, 2, 3]]
     _truncate_log(tmp_path / "absent.jsonl", 3)
     assert not (tmp_path / "absent.jsonl").exists()

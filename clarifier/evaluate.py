@@ -9,6 +9,7 @@ JSON-ready report whose keys are `REPORT_KEYS`:
   examples ("clarify" is the positive class; `auc` is None when only one class is present);
 - `by_setting`: `{"pre": {...}, "post": {...}}`, the same figures per setting;
 - `by_kind`: `{kind: {"accuracy", "n"}}` for each kind present (hard negatives: `hard-negative`);
+- `by_source`: `{source: {setting: {"accuracy", "n"}}}` for each source and setting present;
 - `rouge_l`, `embed_sim` (cosine of all-MiniLM-L6-v2 embeddings), `one_question_share`,
   `n_questions`: question quality over the examples that have a reference question and where
   the system asked one (None when there are none);
@@ -40,6 +41,7 @@ REPORT_KEYS = (
     *metrics.CLASSIFICATION_KEYS,
     "by_setting",
     "by_kind",
+    "by_source",
     "rouge_l",
     "embed_sim",
     "one_question_share",
@@ -53,6 +55,7 @@ class Prediction:
     """One example's outcome, as written to the `--predictions` file for error analysis."""
 
     id: str
+    source: str
     setting: str
     kind: str
     label: bool  # the example needs clarification
@@ -102,6 +105,7 @@ def predict(
         predictions.append(
             Prediction(
                 id=ex["id"],
+                source=ex["source"],
                 setting=ex["setting"],
                 kind=ex["kind"],
                 label=needs_clarification(ex),
@@ -143,6 +147,9 @@ def summarize(
             labels, decisions, scores, [p.setting for p in predictions]
         ),
         "by_kind": metrics.by_kind(labels, decisions, [p.kind for p in predictions]),
+        "by_source": metrics.by_source(
+            labels, decisions, [p.source for p in predictions], [p.setting for p in predictions]
+        ),
         **metrics.question_quality(references, questions, embedder),
         "sec_per_example": _mean([p.seconds for p in predictions]),
     }
@@ -260,6 +267,12 @@ def format_report(report: dict[str, Any]) -> str:
         f"  {kind:16}{fmt_percent(f['accuracy']):>8}   n={f['n']}"
         for kind, f in report["by_kind"].items()
     ]
+    lines += ["", f"accuracy by source:{'pre':>15}{'post':>16}"]
+    lines += [
+        f"  {source:16}"
+        + "".join(_accuracy_cell(settings.get(s)) for s in metrics.SETTINGS)
+        for source, settings in report["by_source"].items()
+    ]
     lines += [
         "",
         f"question quality, over the {report['n_questions']} questions asked where a reference "
@@ -270,6 +283,13 @@ def format_report(report: dict[str, Any]) -> str:
         f"seconds per example: {fmt_decimal(report['sec_per_example'], 3)}",
     ]
     return "\n".join(lines)
+
+
+def _accuracy_cell(figures: dict[str, Any] | None) -> str:
+    """`  76.0% (n=123)`, right-aligned in 16 characters; blank when the setting is absent."""
+    if figures is None:
+        return " " * 16
+    return f"{fmt_percent(figures['accuracy'])} (n={figures['n']})".rjust(16)
 
 
 def fmt_percent(value: float | None) -> str:

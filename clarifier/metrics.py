@@ -103,6 +103,25 @@ def by_kind(
     return result
 
 
+def by_source(
+    labels: Sequence[bool],
+    predictions: Sequence[bool],
+    sources: Sequence[str],
+    settings: Sequence[str],
+) -> dict[str, dict[str, Figures]]:
+    """`{source: {setting: {"accuracy", "n"}}}` for each source and each of its settings present,
+    sorted by source: the same figures as `by_kind`, grouped by source and setting."""
+    _check_aligned(labels, predictions, sources, settings)
+    result: dict[str, dict[str, Figures]] = {}
+    for source in sorted(set(sources)):
+        idx = [i for i, s in enumerate(sources) if s == source]
+        per_setting = by_kind(
+            [labels[i] for i in idx], [predictions[i] for i in idx], [settings[i] for i in idx]
+        )
+        result[source] = {s: per_setting[s] for s in SETTINGS if s in per_setting}
+    return result
+
+
 def is_one_question(text: str | None) -> bool:
     """True when `text` is exactly one question: non-empty, one `?`, at the end, a few words.
 

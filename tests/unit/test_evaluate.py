@@ -13,7 +13,7 @@ from example_factory import example
 
 DOCUMENTED_KEYS = set(
     "system threshold n n_clarify accuracy precision_clarify recall_clarify f1_clarify macro_f1"
-    " auc by_setting by_kind rouge_l embed_sim one_question_share n_questions sec_per_example"
+    " auc by_setting by_kind by_source rouge_l embed_sim one_question_share n_questions sec_per_example"
     .split()
 )
 
@@ -93,6 +93,12 @@ def test_report_figures():
     assert report["by_setting"]["pre"]["accuracy"] == 1.0
     assert report["by_setting"]["post"]["accuracy"] == pytest.approx(1 / 3)
     assert report["by_kind"]["hard-negative"] == {"accuracy": 0.5, "n": 2}
+    assert report["by_source"] == {
+        "test": {
+            "pre": {"accuracy": 1.0, "n": 2},
+            "post": {"accuracy": pytest.approx(1 / 3), "n": 3},
+        }
+    }
     # only example 0 has a reference and a question; its question equals the reference
     assert report["n_questions"] == 1
     assert report["rouge_l"] == 1.0 and report["embed_sim"] == pytest.approx(1.0)
@@ -208,6 +214,7 @@ def test_run_eval_writes_report_and_predictions(tmp_path, monkeypatch):
     assert json.loads(json_out.read_text()) == report
     rows = [json.loads(line) for line in preds_out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["ex-0", "ex-1", "ex-2", "ex-3"]
+    assert {r["source"] for r in rows} == {"test"}
     assert rows[0]["label"] is True and rows[0]["decision"] is True
     assert rows[0]["score"] == 0.9 and rows[0]["question"] == "Which city do you mean?"
     assert rows[2]["decision"] is False and rows[2]["question"] is None
@@ -234,6 +241,7 @@ def test_format_report_mentions_every_section():
     text = ev.format_report(report)
     needles = ["scripted", "threshold: 0.500", "overall", "pre", "post", "hard-negative"]
     needles += ["60.0%", "ROUGE-L 1.000", "seconds per example"]
+    needles += ["accuracy by source", "100.0% (n=2)", "33.3% (n=3)"]
     for needle in needles:
         assert needle in text
     report["auc"] = None

@@ -98,6 +98,18 @@ def test_by_kind_accuracy_and_counts():
     assert result["ambiguous"] == {"accuracy": 0.5, "n": 2}
 
 
+def test_by_source_groups_by_source_then_setting():
+    labels = [True, False, True, False, True]
+    preds = [True, True, False, False, True]
+    sources = ["b", "b", "b", "a", "a"]
+    settings = ["pre", "post", "post", "post", "pre"]
+    result = metrics.by_source(labels, preds, sources, settings)
+    assert list(result) == ["a", "b"]
+    assert result["a"] == {"pre": {"accuracy": 1.0, "n": 1}, "post": {"accuracy": 1.0, "n": 1}}
+    assert result["b"] == {"pre": {"accuracy": 1.0, "n": 1}, "post": {"accuracy": 0.0, "n": 2}}
+    assert list(result["a"]) == ["pre", "post"]  # settings in their fixed order
+
+
 @pytest.mark.parametrize(
     "text, expected",
     [

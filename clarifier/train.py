@@ -172,11 +172,15 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
                                  settings.dtype, cfg.device)
     use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
     init = resolve_adapter(cfg.init_adapter)
-    if init:
+    ckpt = cfg.out_dir / "checkpoint"
+    resuming = (ckpt / "trainer_state.pt").is_file()
+    if init and not resuming:
         model = PeftModel.from_pretrained(model, str(init), is_trainable=True)
-    else:
-        lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                          target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
+    else:  # a resumed run takes the LoRA shape from `init` and the weights from the checkpoint
+        lora = LoraConfig.from_pretrained(str(init)) if init else LoraConfig(
+            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+            target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
+        lora.inference_mode = False
         model = get_peft_model(model, lora)
 
     examples = read_examples(train_file)
@@ -191,8 +195,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(total * cfg.warmup_share), total)
     state = {"step": 0, "tokens": 0, "seconds": 0.0, "loss_ema": None}
-    ckpt = cfg.out_dir / "checkpoint"
-    if (ckpt / "trainer_state.pt").is_file():
+    if resuming:
         saved = torch.load(ckpt / "trainer_state.pt", weights_only=False)
         set_peft_model_state_dict(model, load_file(ckpt / "adapter_model.safetensors"))
         optimizer.load_state_dict(saved.pop("optimizer"))

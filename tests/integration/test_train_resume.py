@@ -41,7 +41,8 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path)
 
 def test_train_continues_an_existing_adapter(tmp_path: Path) -> None:
     """`init_adapter` starts from the given adapter's weights (not a fresh LoRA, whose B is zero)
-    and keeps its LoRA shape; the record of the earlier run is kept under `continued_from`."""
+    and keeps its LoRA shape, also when the run resumes from its checkpoint; the record of the
+    earlier run is kept under `continued_from`."""
     from safetensors.torch import load_file
 
     from askbetter.clarifier.assets import BUNDLED_ADAPTER_DIR
@@ -64,3 +65,11 @@ def test_train_continues_an_existing_adapter(tmp_path: Path) -> None:
     shipped = json.loads((BUNDLED_ADAPTER_DIR / CLARIFIER_CONFIG).read_text())
     meta = json.loads((adapter / CLARIFIER_CONFIG).read_text())
     assert meta["training"]["continued_from"] == shipped["training"]
+
+    cfg.max_steps = 2
+    resumed = train(cfg)  # resumes at step 1 with the bundled adapter's shape (r 16, not lora_r 4)
+    meta = json.loads((resumed / CLARIFIER_CONFIG).read_text())
+    assert meta["training"]["steps"] == 2
+    assert meta["training"]["continued_from"] == shipped["training"]
+    resumed_weights = load_file(resumed / "adapter_model.safetensors")
+    assert {k: v.shape for k, v in resumed_weights.items()} == {k: v.shape for k, v in before.items()}

@@ -150,7 +150,7 @@ def _peak_rss_mb() -> float:
 
 def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     """Train (or resume) and write the adapter with its threshold and metrics to `out_dir/adapter`."""
-    from peft import LoraConfig, PeftModel, get_peft_model, set_peft_model_state_dict
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
     from safetensors.torch import load_file
     from transformers import get_linear_schedule_with_warmup
 
@@ -174,14 +174,16 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     init = resolve_adapter(cfg.init_adapter)
     ckpt = cfg.out_dir / "checkpoint"
     resuming = (ckpt / "trainer_state.pt").is_file()
-    if init and not resuming:
-        model = PeftModel.from_pretrained(model, str(init), is_trainable=True)
-    else:  # a resumed run takes the LoRA shape from `init` and the weights from the checkpoint
-        lora = LoraConfig.from_pretrained(str(init)) if init else LoraConfig(
-            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-            target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
-        lora.inference_mode = False
-        model = get_peft_model(model, lora)
+    # the LoRA shape comes from the continued adapter, else from cfg; the weights from the
+    # checkpoint when resuming, else from the continued adapter, else a fresh LoRA
+    lora = LoraConfig.from_pretrained(str(init)) if init else LoraConfig(
+        r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+        target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
+    lora.inference_mode = False  # a saved adapter's config says True
+    model = get_peft_model(model, lora)
+    weights = ckpt if resuming else init
+    if weights:
+        set_peft_model_state_dict(model, load_file(weights / "adapter_model.safetensors"))
 
     examples = read_examples(train_file)
     if cfg.max_examples:
@@ -197,7 +199,6 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     state = {"step": 0, "tokens": 0, "seconds": 0.0, "loss_ema": None}
     if resuming:
         saved = torch.load(ckpt / "trainer_state.pt", weights_only=False)
-        set_peft_model_state_dict(model, load_file(ckpt / "adapter_model.safetensors"))
         optimizer.load_state_dict(saved.pop("optimizer"))
         scheduler.load_state_dict(saved.pop("scheduler"))
         state.update(saved)

@@ -45,7 +45,7 @@ SPLITS = ("train", "dev", "test")
 SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
 NEGATIVES_PER_CLARIFY = 1.0
 HARD_NEGATIVE_SHARE = 0.6
-MAX_SHARE = {"or-sharc": 0.15, "rewrites": 0.12, "ambignq": 0.45}
+MAX_SHARE = {"or-sharc": 0.15, "rewrites": 0.2, "ambignq": 0.45}
 
 
 @dataclass(frozen=True)

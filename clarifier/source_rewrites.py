@@ -5,7 +5,9 @@ Each gives a context-dependent question ("What did he do next?"), its dialog his
 self-contained rewrite. `rewrite_pairs` yields them all, for a rewrite feature. `convert` keeps
 those the history already resolves and turns them into `pre` hard negatives (kind (e)): the
 question looks vague on its own, but every word the rewrite adds is in the (capped) history, so
-there is nothing to ask. TREC CAsT gives only the user's side of the dialog; its histories are
+there is nothing to ask. Each of those also gives its rewrite alone, with no history, as a `pre`
+`clear` example: a specific standalone question needs no clarification (the counterweight to
+AmbigNQ's standalone ambiguous questions). TREC CAsT gives only the user's side of the dialog; its histories are
 user turns alone. Grouped by dialog (CANARD) or topic (CAsT, iKAT).
 """
 
@@ -71,20 +73,18 @@ def rewrite_pairs(raw_dir: Path) -> Iterator[RewritePair]:
 
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
-    """Yield (dialog group, example): a pre hard negative per question its history resolves."""
+    """Yield (dialog group, example): per question its history resolves, a pre hard negative
+    (history and question) and a pre clear example (the rewrite alone)."""
     del seed  # nothing random here
     for pair in rewrite_pairs(raw_dir):
         history = pair.history[-MAX_HISTORY_MESSAGES:]
-        if resolved_by_history(pair.question, pair.rewrite, history):
-            example = make_example(
-                f"{pair.dataset}-{pair.group}-{pair.turn_id}",
-                pair.dataset,
-                "pre",
-                [*history, user(pair.question)],
-                None,
-                "hard-negative",
-            )
-            yield f"{pair.dataset}:{pair.group}", example
+        if not resolved_by_history(pair.question, pair.rewrite, history):
+            continue
+        base, group = f"{pair.dataset}-{pair.group}-{pair.turn_id}", f"{pair.dataset}:{pair.group}"
+        messages = [*history, user(pair.question)]
+        yield group, make_example(base, pair.dataset, "pre", messages, None, "hard-negative")
+        standalone = [user(pair.rewrite)]
+        yield group, make_example(f"{base}-standalone", pair.dataset, "pre", standalone, None, "clear")
 
 
 def resolved_by_history(question: str, rewrite: str, history: list[Message]) -> bool:

@@ -109,8 +109,11 @@ def built(tmp_path_factory) -> tuple[BuildReport, dict[str, list[Example]]]:
             source_rewrites,
             {
                 ("canard", "pre", "hard-negative", False): 3,
+                ("canard", "pre", "clear", False): 3,
                 ("trec-cast", "pre", "hard-negative", False): 5,
+                ("trec-cast", "pre", "clear", False): 5,
                 ("trec-ikat", "pre", "hard-negative", False): 1,
+                ("trec-ikat", "pre", "clear", False): 1,
             },
         ),
     ],
@@ -208,10 +211,26 @@ def test_hard_negative_d_ambignq_passages_support_one_reading():
 
 def test_hard_negative_e_rewrites_resolved_by_the_history():
     pairs = converted(source_rewrites)
-    assert {ex["source"] for _, ex in pairs} == {"canard", "trec-cast", "trec-ikat"}
-    for _, ex in pairs:
-        assert ex["kind"] == "hard-negative" and ex["clarification"] is None
+    hard = [ex for _, ex in pairs if ex["kind"] == "hard-negative"]
+    assert {ex["source"] for ex in hard} == {"canard", "trec-cast", "trec-ikat"}
+    for ex in hard:
+        assert ex["clarification"] is None
         assert ex["setting"] == "pre" and len(ex["messages"]) > 1
+
+
+def test_each_resolved_question_also_gives_its_rewrite_alone_as_clear():
+    pairs = converted(source_rewrites)
+    by_id = {ex["id"]: (group, ex) for group, ex in pairs}
+    rewrites = {f"{p.dataset}-{p.group}-{p.turn_id}": p.rewrite
+                for p in source_rewrites.rewrite_pairs(RAW)}
+    standalone = [(g, ex) for g, ex in pairs if ex["kind"] == "clear"]
+    assert standalone and len(standalone) == len(pairs) - len(standalone)
+    for group, ex in standalone:
+        assert ex["setting"] == "pre" and ex["clarification"] is None
+        assert ex["messages"][0]["role"] == "user" and len(ex["messages"]) == 1
+        base = ex["id"].removesuffix("-standalone")
+        assert by_id[base][0] == group  # beside its hard negative: same dialog, same split
+        assert ex["messages"][0]["content"] == rewrites[base].strip()
 
 
 def test_rewrite_pairs_keep_the_rewrites_for_a_rewrite_feature():

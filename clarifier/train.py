@@ -144,8 +144,12 @@ def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path) -> No
     tmp.rename(ckpt)
 
 
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def _peak_memory_mb(device: str) -> dict[str, int]:
+    """Peak resident memory of this process and, on CUDA, the peak memory torch allocated."""
+    peak = {"peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    if device.startswith("cuda"):
+        peak["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20)
+    return peak
 
 
 def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
@@ -212,7 +216,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     bar = tqdm(total=total, initial=state["step"], desc="training", unit="step")
     while state["step"] < total:
         started = time.perf_counter()
-        batch = collate([items[i] for i in plan[state["step"]]], pad_id)
+        batch = {k: v.to(cfg.device) for k, v in
+                 collate([items[i] for i in plan[state["step"]]], pad_id).items()}
         with torch.autocast(device_type=cfg.device.split(":")[0], dtype=torch.bfloat16,
                             enabled=use_autocast):
             logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
@@ -281,7 +286,7 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
         "dev_accuracy_at_threshold": (sum((s >= threshold) == y for s, y in zip(scores, labels))
                                       / len(dev)) if dev else None,
         "training": {"steps": state["step"], "train_examples": n_train, "tokens_seen": state["tokens"],
-                     "train_seconds": round(state["seconds"], 1), "peak_rss_mb": round(_peak_rss_mb()),
+                     "train_seconds": round(state["seconds"], 1), **_peak_memory_mb(cfg.device),
                      "config": cfg.to_json()},
     }
     continued = adapter_config(init).get("training")

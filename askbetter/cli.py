@@ -172,9 +172,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _model_subcommands() -> list[Callable[[Any], None]]:
-    from askbetter.cli_model import add_data, add_eval, add_train
+    from askbetter.cli_model import add_calibrate, add_data, add_eval, add_train
 
-    return [add_data, add_train, add_eval]
+    return [add_data, add_train, add_calibrate, add_eval]
 
 
 SUBCOMMANDS: list[Callable[[Any], None]] = [add_ingest, add_ask, add_chat, add_demo]

@@ -1,4 +1,4 @@
-"""The clarification model's subcommands: `data build`, `train` and `eval`.
+"""The clarification model's subcommands: `data build`, `train`, `calibrate` and `eval`.
 
 Registered in `askbetter.cli.SUBCOMMANDS`; every `TrainConfig` field is a `train` option, so the
 knobs on the command line are the knobs at the top of `askbetter.clarifier.train`.
@@ -61,6 +61,28 @@ def cmd_train(args: argparse.Namespace) -> int:
     values["target_modules"] = tuple(values["target_modules"])
     out = train(TrainConfig(**values), settings_from(args))
     print(f"adapter written to {out}")
+    return 0
+
+
+def add_calibrate(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "calibrate", help="pick an adapter's decision threshold on labelled examples and store it with the adapter")
+    parser.add_argument("file", type=Path, metavar="FILE.jsonl", help="labelled examples, e.g. data/dev.jsonl")
+    parser.add_argument("--adapter", required=True, help='"bundled" or an adapter folder (its config is updated)')
+    parser.add_argument("--limit", type=int, help="use the first N examples")
+    parser.set_defaults(handler=cmd_calibrate)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from askbetter.clarifier.calibrate import run_calibrate
+
+    try:
+        record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings_from(args))
+    except ValueError as exc:  # an empty file, a bad --limit, --adapter none
+        raise UsageError(str(exc)) from exc
+    print(f"threshold {record['threshold']:.3f} on {record['n']} examples: accuracy "
+          f"{100 * record['accuracy']:.1f}%, AUC {record['auc'] if record['auc'] is None else round(record['auc'], 3)}; "
+          f"stored with {args.adapter}")
     return 0
 
 

@@ -266,25 +266,22 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
     """Pick the threshold on dev, then write the adapter and its clarifier config (with the
     training record of `init`, the adapter this run continued, under `continued_from`)."""
     from askbetter.clarifier.assets import LoadedModel
+    from askbetter.clarifier.calibrate import threshold_on
     from askbetter.clarifier.data_build import balanced_sample
-    from askbetter.clarifier.metrics import pick_threshold
     from askbetter.clarifier.local import CLARIFIER_CONFIG, LocalClarifier, adapter_config
 
     model.eval()
     out = cfg.out_dir / "adapter"
     clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens)
     dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed) if cfg.dev_examples else []
-    labels = [e["clarification"] is not None for e in dev]
-    scores = [clarifier.score(e["messages"], e["documents"]) for e in tqdm(dev, desc="dev threshold")]
-    threshold = pick_threshold(labels, scores) if dev else 0.5
+    picked = threshold_on(dev, clarifier.score) if dev else {"threshold": 0.5, "accuracy": None}
     model.save_pretrained(out)
     meta = {
-        "threshold": threshold,
+        "threshold": picked["threshold"],
         "prompt_style": "tuned",
         "max_input_tokens": cfg.max_input_tokens,
         "dev_examples": len(dev),
-        "dev_accuracy_at_threshold": (sum((s >= threshold) == y for s, y in zip(scores, labels))
-                                      / len(dev)) if dev else None,
+        "dev_accuracy_at_threshold": picked["accuracy"],
         "training": {"steps": state["step"], "train_examples": n_train, "tokens_seen": state["tokens"],
                      "train_seconds": round(state["seconds"], 1), **_peak_memory_mb(cfg.device),
                      "config": cfg.to_json()},
@@ -293,5 +290,5 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
     if continued:
         meta["training"]["continued_from"] = continued
     (out / CLARIFIER_CONFIG).write_text(json.dumps(meta, indent=2))
-    log.warning("Adapter written to %s (threshold %.3f)", out, threshold)
+    log.warning("Adapter written to %s (threshold %.3f)", out, picked["threshold"])
     return out

@@ -31,3 +31,22 @@ def test_recorded_decisions_on_test_split_examples() -> None:
         assert decision.needs_clarification == row["recorded"]["needs_clarification"], row["id"]
         assert decision.score == pytest.approx(row["recorded"]["score"], abs=0.1), row["id"]
         assert (decision.question is not None) == decision.needs_clarification
+
+
+def test_calibrate_stores_a_threshold_at_least_as_accurate_as_the_shipped_one(tmp_path: Path) -> None:
+    import shutil
+
+    from askbetter.cli import main
+    from askbetter.clarifier.assets import BUNDLED_ADAPTER_DIR
+    from askbetter.clarifier.local import CLARIFIER_CONFIG
+
+    adapter = tmp_path / "adapter"
+    shutil.copytree(BUNDLED_ADAPTER_DIR, adapter)
+    rows = [json.loads(line) for line in RECORDED.read_text().splitlines()]
+    shipped = sum(r["recorded"]["needs_clarification"] == (r["clarification"] is not None) for r in rows) / len(rows)
+    assert main(["calibrate", str(RECORDED), "--adapter", str(adapter)]) == 0
+    config = json.loads((adapter / CLARIFIER_CONFIG).read_text())
+    assert config["calibration"]["n"] == len(rows) and config["calibration"]["file"] == str(RECORDED)
+    assert config["threshold"] == config["calibration"]["threshold"]
+    assert config["calibration"]["accuracy"] >= shipped
+    assert config["max_input_tokens"] == json.loads((BUNDLED_ADAPTER_DIR / CLARIFIER_CONFIG).read_text())["max_input_tokens"]

@@ -1,0 +1,72 @@
+"""Pick an adapter's decision threshold on labelled examples and store it with the adapter.
+
+`askbetter train` does this on dev at the end of a run. `askbetter calibrate FILE.jsonl --adapter
+PATH` does it again for an existing adapter: after a run that stopped before its threshold was
+picked, on another device or dtype (the scores shift a little), or on a user's own labelled data.
+The threshold maximises accuracy (`metrics.pick_threshold`); the examples and the result are
+recorded under `calibration` in the adapter's `askbetter_clarifier.json`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from askbetter.clarifier.examples import Example, needs_clarification
+from askbetter.clarifier.metrics import classification, pick_threshold
+from askbetter.settings import Settings
+
+
+def threshold_on(
+    examples: Sequence[Example],
+    score: Callable[[list, list | None], float],
+    *,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Score every example (`post` with its documents, `pre` without) and return the threshold
+    that maximises accuracy, with the accuracy and AUC it gives on these examples."""
+    if not examples:
+        raise ValueError("calibration needs at least one labelled example")
+    labels = [needs_clarification(ex) for ex in examples]
+    scores = [
+        float(score(ex["messages"], ex["documents"] if ex["setting"] == "post" else None))
+        for ex in tqdm(examples, desc="calibrate", unit="ex", disable=not progress)
+    ]
+    threshold = pick_threshold(labels, scores)
+    figures = classification(labels, [s >= threshold for s in scores], scores)
+    return {"threshold": threshold, "n": len(examples), "accuracy": figures["accuracy"],
+            "auc": figures["auc"]}
+
+
+def store_threshold(adapter: Path, threshold: float, record: dict[str, Any]) -> None:
+    """Write `threshold` (and `record` under `calibration`) into the adapter's clarifier config,
+    keeping its other fields."""
+    from askbetter.clarifier.local import CLARIFIER_CONFIG, adapter_config
+
+    config = adapter_config(adapter)
+    config["threshold"] = threshold
+    config["calibration"] = record
+    (adapter / CLARIFIER_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+
+
+def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
+                  settings: Settings | None = None) -> dict[str, Any]:
+    """`askbetter calibrate FILE.jsonl --adapter PATH [--limit N]`: score the examples with the
+    adapter, store the accuracy-maximising threshold with it, and return the record."""
+    from askbetter.clarifier.assets import resolve_adapter
+    from askbetter.clarifier.evaluate import load_examples, local_clarifier, resolve_settings
+
+    folder = resolve_adapter(adapter)
+    if folder is None:
+        raise ValueError("calibrate needs an adapter (\"bundled\" or a PEFT folder), not none")
+    examples = load_examples(path, limit)
+    settings = resolve_settings(settings, None)
+    clarifier = local_clarifier(settings, adapter=str(folder), prompt_style=None)
+    record = {"file": str(path), **threshold_on(examples, clarifier.score),
+              "device": settings.device, "dtype": settings.dtype}
+    store_threshold(folder, record["threshold"], record)
+    return record

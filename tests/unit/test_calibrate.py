@@ -1,0 +1,54 @@
+"""Threshold calibration: picking on labelled examples and storing it with an adapter (no model)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from askbetter.cli import main
+from askbetter.clarifier.calibrate import store_threshold, threshold_on
+from askbetter.clarifier.local import CLARIFIER_CONFIG
+from example_factory import example
+
+
+def test_the_threshold_separates_the_scores_and_pre_examples_get_no_documents() -> None:
+    examples = [example(1, "pre", "Which one?", "ambiguous"), example(2, "post", None, "clear"),
+                example(3, "post", "Which year?", "ambiguous"), example(4, "pre", None, "hard-negative")]
+    scores = {"query 1": 0.7, "query 2": 0.2, "query 3": 0.6, "query 4": 0.4}
+    seen_documents = {}
+
+    def score(messages: list, documents: list | None) -> float:
+        seen_documents[messages[-1]["content"]] = documents
+        return scores[messages[-1]["content"]]
+
+    picked = threshold_on(examples, score, progress=False)
+    assert 0.4 < picked["threshold"] <= 0.6
+    assert picked["accuracy"] == 1.0 and picked["auc"] == 1.0 and picked["n"] == 4
+    assert seen_documents["query 1"] is None and seen_documents["query 2"] == [{"id": "d1", "text": "passage"}]
+
+
+def test_a_score_that_cannot_separate_gives_the_best_accuracy_it_can() -> None:
+    examples = [example(i, "pre", "Which?" if i < 2 else None, "ambiguous" if i < 2 else "clear") for i in range(4)]
+    picked = threshold_on(examples, lambda messages, documents: 0.5, progress=False)
+    assert picked["accuracy"] == 0.5
+
+
+def test_no_examples_is_an_error() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        threshold_on([], lambda messages, documents: 0.5)
+
+
+def test_storing_keeps_the_other_fields(tmp_path: Path) -> None:
+    (tmp_path / CLARIFIER_CONFIG).write_text(json.dumps({"threshold": 0.5, "max_input_tokens": 448}))
+    store_threshold(tmp_path, 0.31, {"file": "dev.jsonl", "n": 4})
+    config = json.loads((tmp_path / CLARIFIER_CONFIG).read_text())
+    assert config == {"threshold": 0.31, "max_input_tokens": 448, "calibration": {"file": "dev.jsonl", "n": 4}}
+
+
+def test_calibrate_needs_an_adapter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "dev.jsonl"
+    path.write_text(json.dumps(example(1, "pre", None, "clear")) + "\n")
+    assert main(["calibrate", str(path), "--adapter", "none"]) == 1
+    assert "needs an adapter" in capsys.readouterr().err
+    assert main(["calibrate", str(path), "--adapter", str(tmp_path / "missing")]) == 1
+    assert "not a PEFT adapter folder" in capsys.readouterr().err

@@ -36,7 +36,7 @@ class TrainConfig:
     out_dir: Path = Path("runs/clarifier")
     base_model: str | None = None  # None: settings.base_model
     max_examples: int = 3000  # stratified sample of train.jsonl (0: all)
-    dev_examples: int = 400  # dev examples scored to pick the threshold
+    dev_examples: int = 400  # dev examples scored to pick the threshold (0: none, 0.5 until calibrated)
     max_input_tokens: int = 320  # prompt content budget (conversation + passages)
     max_target_tokens: int = 48
     epochs: int = 1
@@ -263,25 +263,21 @@ def _truncate_log(path: Path, step: int) -> None:
 
 def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_train: int,
            init: Path | None = None) -> Path:
-    """Pick the threshold on dev, then write the adapter and its clarifier config (with the
-    training record of `init`, the adapter this run continued, under `continued_from`)."""
+    """Write the adapter and its clarifier config (with the training record of `init`, the
+    adapter this run continued, under `continued_from`), then pick the threshold on dev and store
+    it. The adapter is usable before the dev scoring: a run stopped there keeps it, and
+    `askbetter calibrate` picks the threshold later."""
     from askbetter.clarifier.assets import LoadedModel
-    from askbetter.clarifier.calibrate import threshold_on
+    from askbetter.clarifier.calibrate import store_threshold, threshold_on
     from askbetter.clarifier.data_build import balanced_sample
-    from askbetter.clarifier.local import CLARIFIER_CONFIG, LocalClarifier, adapter_config
+    from askbetter.clarifier.local import CLARIFIER_CONFIG, DEFAULT_THRESHOLD, LocalClarifier, adapter_config
 
     model.eval()
     out = cfg.out_dir / "adapter"
-    clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens)
-    dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed) if cfg.dev_examples else []
-    picked = threshold_on(dev, clarifier.score) if dev else {"threshold": 0.5, "accuracy": None}
     model.save_pretrained(out)
     meta = {
-        "threshold": picked["threshold"],
         "prompt_style": "tuned",
         "max_input_tokens": cfg.max_input_tokens,
-        "dev_examples": len(dev),
-        "dev_accuracy_at_threshold": picked["accuracy"],
         "training": {"steps": state["step"], "train_examples": n_train, "tokens_seen": state["tokens"],
                      "train_seconds": round(state["seconds"], 1), **_peak_memory_mb(cfg.device),
                      "config": cfg.to_json()},
@@ -290,5 +286,13 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
     if continued:
         meta["training"]["continued_from"] = continued
     (out / CLARIFIER_CONFIG).write_text(json.dumps(meta, indent=2))
-    log.warning("Adapter written to %s (threshold %.3f)", out, picked["threshold"])
+    if cfg.dev_examples:
+        clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens)
+        dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed)
+        record = {"file": str(dev_file), **threshold_on(dev, clarifier.score), "device": cfg.device}
+        store_threshold(out, record["threshold"], record)
+        log.warning("Adapter written to %s (threshold %.3f)", out, record["threshold"])
+    else:
+        log.warning("Adapter written to %s (no dev examples: threshold %.1f until `askbetter calibrate`)",
+                    out, DEFAULT_THRESHOLD)
     return out

@@ -25,6 +25,8 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path)
     assert (adapter / "adapter_model.safetensors").is_file()
     meta = json.loads((adapter / CLARIFIER_CONFIG).read_text())
     assert 0.0 <= meta["threshold"] <= 1.0 and meta["training"]["steps"] == 1
+    assert meta["calibration"]["threshold"] == meta["threshold"] and meta["calibration"]["n"] == 4
+    assert meta["calibration"]["file"] == str(tmp_path / "data" / "dev.jsonl")
 
     cfg.max_steps = 2
     train(cfg)  # resumes at step 1

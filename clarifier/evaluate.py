@@ -9,7 +9,7 @@ JSON-ready report whose keys are `REPORT_KEYS`:
   examples ("clarify" is the positive class; `auc` is None when only one class is present);
 - `by_setting`: `{"pre": {...}, "post": {...}}`, the same figures per setting;
 - `by_kind`: `{kind: {"accuracy", "n"}}` for each kind present (hard negatives: `hard-negative`);
-- `by_source`: `{source: {setting: {"accuracy", "n"}}}` for each source and setting present;
+- `by_source`: `{source: {setting: {"accuracy", "auc", "n"}}}` for each source and setting present;
 - `rouge_l`, `embed_sim` (cosine of all-MiniLM-L6-v2 embeddings), `one_question_share`,
   `n_questions`: question quality over the examples that have a reference question and where
   the system asked one (None when there are none);
@@ -148,7 +148,7 @@ def summarize(
         ),
         "by_kind": metrics.by_kind(labels, decisions, [p.kind for p in predictions]),
         "by_source": metrics.by_source(
-            labels, decisions, [p.source for p in predictions], [p.setting for p in predictions]
+            labels, decisions, scores, [p.source for p in predictions], [p.setting for p in predictions]
         ),
         **metrics.question_quality(references, questions, embedder),
         "sec_per_example": _mean([p.seconds for p in predictions]),
@@ -267,7 +267,7 @@ def format_report(report: dict[str, Any]) -> str:
         f"  {kind:16}{fmt_percent(f['accuracy']):>8}   n={f['n']}"
         for kind, f in report["by_kind"].items()
     ]
-    lines += ["", f"accuracy by source:{'pre':>15}{'post':>16}"]
+    lines += ["", f"accuracy / AUC by source:{'pre':>19}{'post':>24}"]
     lines += [
         f"  {source:16}"
         + "".join(_accuracy_cell(settings.get(s)) for s in metrics.SETTINGS)
@@ -286,10 +286,11 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def _accuracy_cell(figures: dict[str, Any] | None) -> str:
-    """`  76.0% (n=123)`, right-aligned in 16 characters; blank when the setting is absent."""
+    """`  76.0% / 0.812 (n=123)`, right-aligned in 24 characters; blank when the setting is absent."""
     if figures is None:
-        return " " * 16
-    return f"{fmt_percent(figures['accuracy'])} (n={figures['n']})".rjust(16)
+        return " " * 24
+    cell = f"{fmt_percent(figures['accuracy'])} / {fmt_decimal(figures['auc'])} (n={figures['n']})"
+    return cell.rjust(24)
 
 
 def fmt_percent(value: float | None) -> str:

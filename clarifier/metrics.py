@@ -94,32 +94,43 @@ def by_kind(
 ) -> dict[str, Figures]:
     """Accuracy and count for each kind present (`hard-negative` is one kind), sorted by kind."""
     _check_aligned(labels, predictions, kinds)
-    result: dict[str, Figures] = {}
-    for kind in sorted(set(kinds)):
-        idx = [i for i, k in enumerate(kinds) if k == kind]
-        y = [bool(labels[i]) for i in idx]
-        p = [bool(predictions[i]) for i in idx]
-        result[kind] = {"accuracy": float(accuracy_score(y, p)), "n": len(idx)}
-    return result
+    return {
+        kind: {"accuracy": float(accuracy_score([bool(labels[i]) for i in idx],
+                                                [bool(predictions[i]) for i in idx])),
+               "n": len(idx)}
+        for kind, idx in _groups(kinds).items()
+    }
 
 
 def by_source(
     labels: Sequence[bool],
     predictions: Sequence[bool],
+    scores: Sequence[float],
     sources: Sequence[str],
     settings: Sequence[str],
 ) -> dict[str, dict[str, Figures]]:
-    """`{source: {setting: {"accuracy", "n"}}}` for each source and each of its settings present,
-    sorted by source: the same figures as `by_kind`, grouped by source and setting."""
-    _check_aligned(labels, predictions, sources, settings)
+    """`{source: {setting: {"accuracy", "auc", "n"}}}` for each source and each of its settings
+    present, sorted by source, settings in their fixed order; `auc` is None where the cell holds
+    one class only."""
+    _check_aligned(labels, predictions, scores, sources, settings)
     result: dict[str, dict[str, Figures]] = {}
-    for source in sorted(set(sources)):
-        idx = [i for i, s in enumerate(sources) if s == source]
-        per_setting = by_kind(
-            [labels[i] for i in idx], [predictions[i] for i in idx], [settings[i] for i in idx]
-        )
-        result[source] = {s: per_setting[s] for s in SETTINGS if s in per_setting}
+    for source, idx in _groups(sources).items():
+        cells = _groups([settings[i] for i in idx])
+        result[source] = {}
+        for setting in (s for s in SETTINGS if s in cells):
+            members = [idx[j] for j in cells[setting]]
+            figures = classification([labels[i] for i in members], [predictions[i] for i in members],
+                                     [scores[i] for i in members])
+            result[source][setting] = {key: figures[key] for key in ("accuracy", "auc", "n")}
     return result
+
+
+def _groups(keys: Sequence[str]) -> dict[str, list[int]]:
+    """The positions of each distinct key, sorted by key."""
+    groups: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return dict(sorted(groups.items()))
 
 
 def is_one_question(text: str | None) -> bool:

@@ -95,8 +95,9 @@ def test_report_figures():
     assert report["by_kind"]["hard-negative"] == {"accuracy": 0.5, "n": 2}
     assert report["by_source"] == {
         "test": {
-            "pre": {"accuracy": 1.0, "n": 2},
-            "post": {"accuracy": pytest.approx(1 / 3), "n": 3},
+            "pre": {"accuracy": 1.0, "auc": 1.0, "n": 2},
+            # post: the one that needs clarifying (0.3) beats one of the two hard negatives
+            "post": {"accuracy": pytest.approx(1 / 3), "auc": 0.5, "n": 3},
         }
     }
     # only example 0 has a reference and a question; its question equals the reference
@@ -241,7 +242,7 @@ def test_format_report_mentions_every_section():
     text = ev.format_report(report)
     needles = ["scripted", "threshold: 0.500", "overall", "pre", "post", "hard-negative"]
     needles += ["60.0%", "ROUGE-L 1.000", "seconds per example"]
-    needles += ["accuracy by source", "100.0% (n=2)", "33.3% (n=3)"]
+    needles += ["accuracy / AUC by source", "100.0% / 1.000 (n=2)", "33.3% / 0.500 (n=3)"]
     for needle in needles:
         assert needle in text
     report["auc"] = None

@@ -103,10 +103,14 @@ def test_by_source_groups_by_source_then_setting():
     preds = [True, True, False, False, True]
     sources = ["b", "b", "b", "a", "a"]
     settings = ["pre", "post", "post", "post", "pre"]
-    result = metrics.by_source(labels, preds, sources, settings)
+    scores = [0.9, 0.8, 0.2, 0.1, 0.7]
+    result = metrics.by_source(labels, preds, scores, sources, settings)
     assert list(result) == ["a", "b"]
-    assert result["a"] == {"pre": {"accuracy": 1.0, "n": 1}, "post": {"accuracy": 1.0, "n": 1}}
-    assert result["b"] == {"pre": {"accuracy": 1.0, "n": 1}, "post": {"accuracy": 0.0, "n": 2}}
+    assert result["a"] == {"pre": {"accuracy": 1.0, "auc": None, "n": 1},
+                           "post": {"accuracy": 1.0, "auc": None, "n": 1}}
+    assert result["b"]["pre"] == {"accuracy": 1.0, "auc": None, "n": 1}
+    # b/post: the clear example (0.8) outscores the one that needs clarifying (0.2)
+    assert result["b"]["post"] == {"accuracy": 0.0, "auc": 0.0, "n": 2}
     assert list(result["a"]) == ["pre", "post"]  # settings in their fixed order
 
 

@@ -75,14 +75,14 @@ def add_calibrate(subparsers: Any) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from askbetter.clarifier.calibrate import run_calibrate
+    from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
     try:
         record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings_from(args))
     except ValueError as exc:  # an empty file, a bad --limit, --adapter none
         raise UsageError(str(exc)) from exc
-    print(f"threshold {record['threshold']:.3f} on {record['n']} examples: accuracy "
-          f"{100 * record['accuracy']:.1f}%, AUC {record['auc'] if record['auc'] is None else round(record['auc'], 3)}; "
-          f"stored with {args.adapter}")
+    print(f"threshold {fmt_decimal(record['threshold'])} on {record['n']} examples: accuracy "
+          f"{fmt_percent(record['accuracy'])}, AUC {fmt_decimal(record['auc'])}; stored with {args.adapter}")
     return 0
 
 

@@ -9,14 +9,13 @@ recorded under `calibration` in the adapter's `askbetter_clarifier.json`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from askbetter.clarifier.examples import Example, needs_clarification
+from askbetter.clarifier.examples import Example, check_documents, needs_clarification
 from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.settings import Settings
 
@@ -33,7 +32,7 @@ def threshold_on(
         raise ValueError("calibration needs at least one labelled example")
     labels = [needs_clarification(ex) for ex in examples]
     scores = [
-        float(score(ex["messages"], ex["documents"] if ex["setting"] == "post" else None))
+        float(score(ex["messages"], check_documents(ex)))
         for ex in tqdm(examples, desc="calibrate", unit="ex", disable=not progress)
     ]
     threshold = pick_threshold(labels, scores)
@@ -45,12 +44,9 @@ def threshold_on(
 def store_threshold(adapter: Path, threshold: float, record: dict[str, Any]) -> None:
     """Write `threshold` (and `record` under `calibration`) into the adapter's clarifier config,
     keeping its other fields."""
-    from askbetter.clarifier.local import CLARIFIER_CONFIG, adapter_config
+    from askbetter.clarifier.local import adapter_config, write_adapter_config
 
-    config = adapter_config(adapter)
-    config["threshold"] = threshold
-    config["calibration"] = record
-    (adapter / CLARIFIER_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+    write_adapter_config(adapter, {**adapter_config(adapter), "threshold": threshold, "calibration": record})
 
 
 def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,

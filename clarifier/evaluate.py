@@ -31,7 +31,7 @@ from typing import Any
 from tqdm import tqdm
 
 from askbetter.clarifier import metrics
-from askbetter.clarifier.examples import Example, needs_clarification, read_examples
+from askbetter.clarifier.examples import Example, check_documents, needs_clarification, read_examples
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message
 from askbetter.settings import BUNDLED_EMBEDDING_MODEL, Settings
 
@@ -97,7 +97,7 @@ def predict(
     """
     predictions = []
     for ex in tqdm(examples, desc=desc, unit="ex", disable=not progress):
-        documents = ex["documents"] if ex["setting"] == "post" else None
+        documents = check_documents(ex)
         start = time.perf_counter()
         decision = _decide(clarifier, ex["messages"], documents, generate_questions)
         seconds = time.perf_counter() - start

@@ -40,6 +40,11 @@ def needs_clarification(example: Example) -> bool:
     return example["clarification"] is not None
 
 
+def check_documents(example: Example) -> list[Document] | None:
+    """What a check of this example sees: its passages after retrieval (`post`), none before."""
+    return example["documents"] if example["setting"] == "post" else None
+
+
 def validate_example(obj: Any) -> Example:
     """Check one parsed JSON value against the schema and return it; raise ValueError if not."""
     if not isinstance(obj, dict):

@@ -35,6 +35,11 @@ def adapter_config(adapter: Path | None) -> dict:
     return json.loads((adapter / CLARIFIER_CONFIG).read_text())
 
 
+def write_adapter_config(adapter: Path, config: dict) -> None:
+    """Store the clarifier settings with an adapter (read back by `adapter_config`)."""
+    (adapter / CLARIFIER_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+
+
 class LocalClarifier:
     """Implements `askbetter.clarifier.types.Clarifier` with a local causal LM."""
 

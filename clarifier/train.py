@@ -270,7 +270,7 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
     from askbetter.clarifier.assets import LoadedModel
     from askbetter.clarifier.calibrate import store_threshold, threshold_on
     from askbetter.clarifier.data_build import balanced_sample
-    from askbetter.clarifier.local import CLARIFIER_CONFIG, DEFAULT_THRESHOLD, LocalClarifier, adapter_config
+    from askbetter.clarifier.local import DEFAULT_THRESHOLD, LocalClarifier, adapter_config, write_adapter_config
 
     model.eval()
     out = cfg.out_dir / "adapter"
@@ -285,7 +285,7 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
     continued = adapter_config(init).get("training")
     if continued:
         meta["training"]["continued_from"] = continued
-    (out / CLARIFIER_CONFIG).write_text(json.dumps(meta, indent=2))
+    write_adapter_config(out, meta)
     if cfg.dev_examples:
         clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens)
         dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed)

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from askbetter.clarifier.examples import Example, read_examples
+from askbetter.clarifier.examples import Example, check_documents, read_examples
 from askbetter.clarifier.prompt import CLEAR, prompt_ids
 from askbetter.settings import Settings
 
@@ -79,7 +79,7 @@ class Encoded:
 
 def encode(example: Example, tokenizer, cfg: TrainConfig) -> Encoded:
     """Prompt ids + answer ids (`CLEAR` or the reference question) + end of turn."""
-    prompt = prompt_ids(example["messages"], example["documents"], tokenizer,
+    prompt = prompt_ids(example["messages"], check_documents(example), tokenizer,
                         cfg.max_input_tokens, "tuned")
     answer = example["clarification"] if example["clarification"] is not None else CLEAR
     target = tokenizer(answer.strip(), add_special_tokens=False).input_ids[: cfg.max_target_tokens]

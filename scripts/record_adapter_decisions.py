@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from askbetter.clarifier.examples import read_examples
+from askbetter.clarifier.examples import check_documents, read_examples
 from askbetter.clarifier.local import LocalClarifier
 
 MARGIN = 0.15
@@ -26,7 +26,7 @@ def main(test_file: Path, out: Path) -> None:
         key = (ex["setting"], ex["clarification"] is not None)
         if cells.get(key, 0) >= PER_CELL:
             continue
-        score = clarifier.score(ex["messages"], ex["documents"])
+        score = clarifier.score(ex["messages"], check_documents(ex))
         if abs(score - clarifier.threshold) < MARGIN:
             continue
         cells[key] = cells.get(key, 0) + 1

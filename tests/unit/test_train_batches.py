@@ -1,15 +1,48 @@
-"""Pure parts of the training loop: bucketing, collation, the weighted loss."""
+"""Pure parts of the training loop: encoding, bucketing, collation, the weighted loss."""
 
 import random
 
 import pytest
 import torch
 
-from askbetter.clarifier.train import Encoded, TrainConfig, collate, make_batches, weighted_loss
+from askbetter.clarifier.train import Encoded, TrainConfig, collate, encode, make_batches, weighted_loss
+from example_factory import example
+
+
+class ChatTokenizer:
+    """One id per character; remembers the last chat it laid out."""
+
+    eos_token_id = 0
+
+    def __init__(self) -> None:
+        self.chat: list[dict[str, str]] = []
+
+    def __call__(self, text: str, add_special_tokens: bool = False):
+        return type("Out", (), {"input_ids": [ord(c) for c in text]})()
+
+    def decode(self, ids) -> str:
+        return "".join(chr(i) for i in ids)
+
+    def convert_tokens_to_ids(self, token: str) -> int:
+        return 1
+
+    def apply_chat_template(self, chat, add_generation_prompt: bool, tokenize: bool) -> list[int]:
+        self.chat = chat
+        return [ord(c) for m in chat for c in m["content"]]
 
 
 def _items(lengths: list[int]) -> list[Encoded]:
     return [Encoded(list(range(1, n + 1)), n_prompt=n - 2) for n in lengths]
+
+
+@pytest.mark.parametrize("setting, sees_passage", [("pre", False), ("post", True)])
+def test_encode_shows_passages_to_post_examples_only(setting: str, sees_passage: bool) -> None:
+    ex = example(1, setting, "Which one?", "ambiguous")
+    ex["documents"] = [{"id": "d1", "text": "the passage"}]
+    tokenizer = ChatTokenizer()
+    item = encode(ex, tokenizer, TrainConfig(max_input_tokens=200))
+    assert ("[1] the passage" in tokenizer.chat[-1]["content"]) is sees_passage
+    assert tokenizer.decode(item.input_ids[item.n_prompt:]) == "Which one?\x01"
 
 
 def test_batches_cover_every_item_once_and_respect_the_token_budget() -> None:

@@ -1,14 +1,16 @@
 """`askbetter data build`: the raw datasets -> train/dev/test files in the example schema.
 
-Each source module (`source_*.py`) converts one dataset (or, for `source_rewrites`, three) into
-`(group, example)` pairs. The build then
+Each converter of `SOURCES` turns one dataset into `(group, example)` pairs; `source_rewrites`
+serves two, over three datasets (questions their history resolves, and the same questions with
+their pronoun left unresolved). The build then
 1. drops examples whose input repeats an earlier one (same setting, messages and documents),
    and all of them when they disagree on the label;
 2. balances each source and setting: `NEGATIVES_PER_CLARIFY` negatives per clarify example,
    `HARD_NEGATIVE_SHARE` of them hard negatives where there are enough (a source and setting
    without clarify examples, like the rewrite sets, keeps all);
 3. caps sources to a share of the total (`MAX_SHARE`: OR-ShARC teaches "ask for a missing fact",
-   not ambiguity, and AmbigNQ, being large, would otherwise swamp the rest);
+   not ambiguity, AmbigNQ, being large, would otherwise swamp the rest, and the rewrite sets
+   would outnumber every other `pre` source);
 4. splits 80/10/10 by a hash of the group id and the seed, so a conversation, story, dialogue,
    rule or question lies in one split only, and shuffles each file deterministically (a prefix of
    a file is a representative sample).
@@ -37,15 +39,13 @@ from askbetter.clarifier import (
     source_rewrites,
 )
 from askbetter.clarifier.examples import Example, needs_clarification, write_examples
-from askbetter.clarifier.source_common import Converted, RawDataError, stable_fraction
+from askbetter.clarifier.source_common import SPLITS, Converted, RawDataError, split_of, stable_fraction
 
 logger = logging.getLogger(__name__)
 
-SPLITS = ("train", "dev", "test")
-SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
 NEGATIVES_PER_CLARIFY = 1.0
 HARD_NEGATIVE_SHARE = 0.6
-MAX_SHARE = {"or-sharc": 0.15, "rewrites": 0.2, "ambignq": 0.45}
+MAX_SHARE = {"or-sharc": 0.15, "rewrites": 0.2, "ambignq": 0.45, "unresolved": 0.08}
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ SOURCES = (
     Source("ambignq", source_ambignq.FOLDERS, source_ambignq.convert, True),
     Source("or-sharc", source_or_sharc.FOLDERS, source_or_sharc.convert, False),
     Source("rewrites", source_rewrites.FOLDERS, source_rewrites.convert, False),
+    Source("unresolved", source_rewrites.FOLDERS, source_rewrites.convert_unresolved, False),
 )
 
 CountKey = tuple[str, str, str, str, str]  # split, source, setting, kind, label
@@ -128,17 +129,6 @@ def build_dataset(
     return report
 
 
-def split_of(group: str, seed: int) -> str:
-    """The split a group belongs to: 80/10/10 by a hash of the seed and the group id."""
-    x = stable_fraction(seed, "split", group)
-    bound = 0.0
-    for split, fraction in zip(SPLITS, SPLIT_FRACTIONS, strict=True):
-        bound += fraction
-        if x < bound:
-            return split
-    return SPLITS[-1]
-
-
 def _present_sources(raw_dir: Path, report: BuildReport) -> list[Source]:
     if not raw_dir.is_dir():
         raise FileNotFoundError(f"raw data folder not found: {raw_dir}")
@@ -153,11 +143,12 @@ def _present_sources(raw_dir: Path, report: BuildReport) -> list[Source]:
         elif source.required:
             raise FileNotFoundError(
                 f"dataset folder {raw_dir / missing[0]} not found (needed for {source.name}); "
-                f"{raw_dir} should hold {', '.join(f for s in SOURCES for f in s.folders)}"
+                f"{raw_dir} should hold {', '.join(dict.fromkeys(f for s in SOURCES for f in s.folders))}"
             )
         else:
             logger.warning("%s: skipping, folder(s) %s absent", source.name, ", ".join(missing))
             report.skipped += missing
+    report.skipped = list(dict.fromkeys(report.skipped))  # a folder can serve two converters
     return present
 
 

@@ -20,6 +20,8 @@ from typing import Any
 from askbetter.clarifier.examples import Example, Setting, validate_example
 from askbetter.clarifier.types import Document, Message
 
+SPLITS = ("train", "dev", "test")
+SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
 MAX_HISTORY_MESSAGES = 6
 """Messages kept before the judged user turn (the oldest are dropped)."""
 MAX_MESSAGE_CHARS = 1000
@@ -122,6 +124,17 @@ def rng_for(seed: int, *keys: object) -> random.Random:
 def stable_fraction(seed: int, *keys: object) -> float:
     """A number in [0, 1) determined by the seed and the keys (for splits and sampling)."""
     return _hash64(seed, keys) / 2**64
+
+
+def split_of(group: str, seed: int) -> str:
+    """The split a group belongs to: 80/10/10 by a hash of the seed and the group id."""
+    x = stable_fraction(seed, "split", group)
+    bound = 0.0
+    for split, fraction in zip(SPLITS, SPLIT_FRACTIONS, strict=True):
+        bound += fraction
+        if x < bound:
+            return split
+    return SPLITS[-1]
 
 
 def require_file(folder: Path, name: str) -> Path:

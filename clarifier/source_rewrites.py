@@ -9,12 +9,20 @@ there is nothing to ask. Each of those also gives its rewrite alone, with no his
 `clear` example: a specific standalone question needs no clarification (the counterweight to
 AmbigNQ's standalone ambiguous questions). TREC CAsT gives only the user's side of the dialog; its histories are
 user turns alone. Grouped by dialog (CANARD) or topic (CAsT, iKAT).
+
+`convert_unresolved` gives the other side of the hard negatives: a question whose pronoun the
+rewrite resolves, asked with no history, or after another conversation's history (a topic shift)
+that does not hold the rewrite's added words. Then nothing says who or what the pronoun means, and
+the clarifier should ask (`pre`, `underspecified`, a templated question naming the pronoun). The
+other history holds no pronoun of the same class either ("his" after a dialog about another man
+would read as resolved).
 """
 
 from __future__ import annotations
 
 import csv
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +36,8 @@ from askbetter.clarifier.source_common import (
     load_json,
     make_example,
     require_file,
+    split_of,
+    stable_fraction,
     user,
 )
 from askbetter.clarifier.types import Message
@@ -50,6 +60,19 @@ _STOPWORDS = frozenset(
     "he him his she her you your i me my we our us about as into than then there so not no yes "
     "s t also other any some more most can could would should will just".split()
 )
+
+
+# pronouns whose referent a rewrite spells out, by the referent they can stand for, with the
+# clarification question the build asks for each class
+PRONOUN_CLASSES: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset("he him his".split()), 'Who do you mean by "{}"?'),
+    (frozenset("she her hers".split()), 'Who do you mean by "{}"?'),
+    (frozenset("they them their theirs".split()), 'Who or what do you mean by "{}"?'),
+    (frozenset("it its".split()), 'What does "{}" refer to here?'),
+)
+PRONOUNS = frozenset().union(*(words for words, _ in PRONOUN_CLASSES))
+# candidate histories tried for a question before it keeps only its no-history example
+DONOR_TRIES = 20
 
 
 @dataclass(frozen=True)
@@ -87,12 +110,68 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         yield group, make_example(f"{base}-standalone", pair.dataset, "pre", standalone, None, "clear")
 
 
+def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
+    """Yield (dialog group, example): per question with a pronoun its rewrite resolves, the
+    question alone and the question after another dialog's history (from the same split, without
+    the rewrite's added words), both `pre` examples that need a clarification question."""
+    histories: dict[str, list[tuple[str, list[Message]]]] = defaultdict(list)
+    for pair in rewrite_pairs(raw_dir):
+        if pair.history:
+            group = f"{pair.dataset}:{pair.group}"
+            histories[split_of(group, seed)].append((group, pair.history[-MAX_HISTORY_MESSAGES:]))
+    for pair in rewrite_pairs(raw_dir):
+        pronoun = unresolved_pronoun(pair.question, pair.rewrite)
+        if pronoun is None:
+            continue
+        base, group = f"{pair.dataset}-{pair.group}-{pair.turn_id}", f"{pair.dataset}:{pair.group}"
+        ask = clarifying_question(pronoun)
+        # a history that names the referent, or holds a pronoun of the same class (which a
+        # reader would take the question's pronoun to repeat), could resolve it
+        referents = _added_words(pair.question, pair.rewrite) | _pronoun_class(pronoun)
+        yield group, make_example(f"{base}-alone", pair.dataset, "pre", [user(pair.question)],
+                                  ask, "underspecified")
+        donors = histories[split_of(group, seed)]
+        start = int(stable_fraction(seed, "donor", base) * len(donors))
+        for i in range(min(DONOR_TRIES, len(donors))):
+            donor_group, history = donors[(start + i) % len(donors)]
+            if donor_group != group and not (referents & _words(history)):
+                yield group, make_example(f"{base}-other-dialog", pair.dataset, "pre",
+                                          [*history, user(pair.question)], ask, "underspecified")
+                break
+
+
+def unresolved_pronoun(question: str, rewrite: str) -> str | None:
+    """The first pronoun of `question` that `rewrite` drops while adding content words (so the
+    pronoun stands for something only the context names), else None."""
+    if not _added_words(question, rewrite):
+        return None
+    kept = set(_WORD.findall(rewrite.lower()))
+    return next((w for w in _WORD.findall(question.lower()) if w in PRONOUNS and w not in kept), None)
+
+
+def clarifying_question(pronoun: str) -> str:
+    """A short question asking what `pronoun` (one of `PRONOUNS`) refers to."""
+    return next(template for words, template in PRONOUN_CLASSES if pronoun in words).format(pronoun)
+
+
+def _pronoun_class(pronoun: str) -> frozenset[str]:
+    return next(words for words, _ in PRONOUN_CLASSES if pronoun in words)
+
+
 def resolved_by_history(question: str, rewrite: str, history: list[Message]) -> bool:
     """True when the rewrite adds content words to the question and the history holds them all:
     the question depends on context, and the context settles it."""
-    added = _content_words(rewrite) - _content_words(question)
-    seen = set(_WORD.findall(" ".join(m["content"] for m in history).lower()))
-    return bool(added) and added <= seen
+    added = _added_words(question, rewrite)
+    return bool(added) and added <= _words(history)
+
+
+def _added_words(question: str, rewrite: str) -> set[str]:
+    """The content words the rewrite adds to the question: what the context had to supply."""
+    return _content_words(rewrite) - _content_words(question)
+
+
+def _words(history: list[Message]) -> set[str]:
+    return set(_WORD.findall(" ".join(m["content"] for m in history).lower()))
 
 
 def _content_words(text: str) -> set[str]:

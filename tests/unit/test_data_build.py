@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -17,6 +18,7 @@ from askbetter.clarifier import (
     source_rewrites,
 )
 from askbetter.clarifier.data_build import (
+    SOURCES,
     SPLITS,
     BuildReport,
     balanced_sample,
@@ -36,7 +38,6 @@ from askbetter.clarifier.source_common import (
 )
 
 RAW = Path(__file__).resolve().parents[1] / "fixtures" / "raw"
-CONVERTERS = (source_abg_coqa, source_pacific, source_or_sharc, source_ambignq, source_rewrites)
 
 
 def converted(module) -> list[tuple[str, Example]]:
@@ -123,9 +124,9 @@ def test_converter_counts_per_setting_kind_and_label(module, expected):
     assert dict(tally(converted(module))) == expected
 
 
-@pytest.mark.parametrize("module", CONVERTERS, ids=lambda m: m.SOURCE)
-def test_converted_examples_validate_with_unique_ids_and_capped_sizes(module):
-    pairs = converted(module)
+@pytest.mark.parametrize("source", SOURCES, ids=lambda s: s.name)
+def test_converted_examples_validate_with_unique_ids_and_capped_sizes(source):
+    pairs = list(source.convert(RAW, 13))
     ids = [ex["id"] for _, ex in pairs]
     assert len(ids) == len(set(ids))
     for group, ex in pairs:
@@ -251,6 +252,56 @@ def test_resolved_by_history_needs_the_added_words_in_the_history():
     assert not source_rewrites.resolved_by_history("Who is he?", "Who is he?", history)
 
 
+def test_unresolved_pronouns_ask_alone_and_after_another_dialog():
+    pairs = {f"{p.dataset}-{p.group}-{p.turn_id}": p for p in source_rewrites.rewrite_pairs(RAW)}
+    made = list(source_rewrites.convert_unresolved(RAW, 13))
+    kinds = Counter(ex["id"].rsplit("-", 1)[-1] for _, ex in made)
+    assert kinds["alone"] >= 5 and kinds["dialog"] >= 5
+    for group, ex in made:
+        base = ex["id"].removesuffix("-alone").removesuffix("-other-dialog")
+        pair = pairs[base]
+        pronoun = source_rewrites.unresolved_pronoun(pair.question, pair.rewrite)
+        assert ex["setting"] == "pre" and ex["kind"] == "underspecified" and not ex["documents"]
+        assert ex["clarification"] == source_rewrites.clarifying_question(pronoun)
+        assert f'"{pronoun}"' in ex["clarification"]
+        assert ex["messages"][-1]["content"] == pair.question.strip()
+        assert group == f"{pair.dataset}:{pair.group}"
+        if ex["id"].endswith("-alone"):
+            assert len(ex["messages"]) == 1
+            continue
+        # another dialog's turns, from the same split, naming neither the referent nor a
+        # pronoun that could stand for it
+        history = " ".join(m["content"] for m in ex["messages"][:-1]).lower()
+        assert ex["messages"][:-1] != pair.history[-MAX_HISTORY_MESSAGES:]
+        words = set(re.findall(r"[a-z0-9]+", history))
+        assert not words & {w for w in re.findall(r"[a-z0-9]+", pair.rewrite.lower())
+                            if w not in pair.question.lower().split() and len(w) > 3}
+        assert pronoun not in words
+
+
+def test_unresolved_questions_borrow_histories_from_their_own_split_only(monkeypatch):
+    def pair(i: int) -> source_rewrites.RewritePair:
+        history = [user(f"Tell me about topic{i}."), {"role": "assistant", "content": f"Fact{i}."}]
+        return source_rewrites.RewritePair("canard", f"g{i}", "2", history, "When was he born?",
+                                           f"When was Person{i} born?")
+
+    monkeypatch.setattr(source_rewrites, "rewrite_pairs", lambda raw_dir: [pair(i) for i in range(60)])
+    made = [(g, ex) for g, ex in source_rewrites.convert_unresolved(RAW, 13) if "other" in ex["id"]]
+    assert len({split_of(g, 13) for g, _ in made}) == 3
+    for group, ex in made:
+        donor = "canard:g" + ex["messages"][0]["content"].removeprefix("Tell me about topic").rstrip(".")
+        assert donor != group and split_of(donor, 13) == split_of(group, 13)
+
+
+def test_unresolved_pronoun_is_the_one_the_rewrite_replaces():
+    assert source_rewrites.unresolved_pronoun("When was he born?", "When was Bill Gates born?") == "he"
+    assert source_rewrites.unresolved_pronoun("Is it his?", "Is it Bill Gates's?") == "his"
+    assert source_rewrites.unresolved_pronoun("Who is he?", "Who is he?") is None
+    assert source_rewrites.unresolved_pronoun("What did it cost?", "What did it cost in 2010?") is None
+    assert source_rewrites.clarifying_question("her") == 'Who do you mean by "her"?'
+    assert source_rewrites.clarifying_question("its") == 'What does "its" refer to here?'
+
+
 # --- pieces of the converters ----------------------------------------------------------------
 
 
@@ -322,7 +373,7 @@ def test_build_writes_valid_shuffled_splits_and_counts_them(built):
 
 def test_no_group_lies_in_two_splits(built):
     _, splits = built
-    group_of = {ex["id"]: g for module in CONVERTERS for g, ex in converted(module)}
+    group_of = {ex["id"]: g for source in SOURCES for g, ex in source.convert(RAW, 13)}
     seen: dict[str, str] = {}
     for split, examples in splits.items():
         for ex in examples:

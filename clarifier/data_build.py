@@ -39,7 +39,13 @@ from askbetter.clarifier import (
     source_rewrites,
 )
 from askbetter.clarifier.examples import Example, needs_clarification, write_examples
-from askbetter.clarifier.source_common import SPLITS, Converted, RawDataError, split_of, stable_fraction
+from askbetter.clarifier.source_common import (
+    SPLITS,
+    Converted,
+    RawDataError,
+    split_of,
+    stable_fraction,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +73,7 @@ SOURCES = (
     Source("unresolved", source_rewrites.FOLDERS, source_rewrites.convert_unresolved, False),
 )
 
+ALL_FOLDERS = tuple(dict.fromkeys(f for s in SOURCES for f in s.folders))
 CountKey = tuple[str, str, str, str, str]  # split, source, setting, kind, label
 Stratum = tuple[str, str, bool]  # source, setting, needs clarification
 
@@ -143,7 +150,7 @@ def _present_sources(raw_dir: Path, report: BuildReport) -> list[Source]:
         elif source.required:
             raise FileNotFoundError(
                 f"dataset folder {raw_dir / missing[0]} not found (needed for {source.name}); "
-                f"{raw_dir} should hold {', '.join(dict.fromkeys(f for s in SOURCES for f in s.folders))}"
+                f"{raw_dir} should hold {', '.join(ALL_FOLDERS)}"
             )
         else:
             logger.warning("%s: skipping, folder(s) %s absent", source.name, ", ".join(missing))

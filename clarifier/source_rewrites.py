@@ -146,7 +146,8 @@ def unresolved_pronoun(question: str, rewrite: str) -> str | None:
     if not _added_words(question, rewrite):
         return None
     kept = set(_WORD.findall(rewrite.lower()))
-    return next((w for w in _WORD.findall(question.lower()) if w in PRONOUNS and w not in kept), None)
+    asked = _WORD.findall(question.lower())
+    return next((w for w in asked if w in PRONOUNS and w not in kept), None)
 
 
 def clarifying_question(pronoun: str) -> str:

@@ -5,7 +5,14 @@ import random
 import pytest
 import torch
 
-from askbetter.clarifier.train import Encoded, TrainConfig, collate, encode, make_batches, weighted_loss
+from askbetter.clarifier.train import (
+    Encoded,
+    TrainConfig,
+    collate,
+    encode,
+    make_batches,
+    weighted_loss,
+)
 from example_factory import example
 
 

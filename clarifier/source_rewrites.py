@@ -112,22 +112,25 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
 
 def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (dialog group, example): per question with a pronoun its rewrite resolves, the
-    question alone and the question after another dialog's history (from the same split, without
-    the rewrite's added words), both `pre` examples that need a clarification question."""
+    question alone and the question after another dialog's history (from the same split, holding
+    neither the rewrite's added words nor a pronoun of the same class), both `pre` examples that
+    need a clarification question."""
+    pairs = list(rewrite_pairs(raw_dir))
     histories: dict[str, list[tuple[str, list[Message]]]] = defaultdict(list)
-    for pair in rewrite_pairs(raw_dir):
+    for pair in pairs:
         if pair.history:
             group = f"{pair.dataset}:{pair.group}"
             histories[split_of(group, seed)].append((group, pair.history[-MAX_HISTORY_MESSAGES:]))
-    for pair in rewrite_pairs(raw_dir):
+    for pair in pairs:
         pronoun = unresolved_pronoun(pair.question, pair.rewrite)
         if pronoun is None:
             continue
         base, group = f"{pair.dataset}-{pair.group}-{pair.turn_id}", f"{pair.dataset}:{pair.group}"
         ask = clarifying_question(pronoun)
+        same_class, _ = _pronoun_class(pronoun)
         # a history that names the referent, or holds a pronoun of the same class (which a
         # reader would take the question's pronoun to repeat), could resolve it
-        referents = _added_words(pair.question, pair.rewrite) | _pronoun_class(pronoun)
+        referents = _added_words(pair.question, pair.rewrite) | same_class
         yield group, make_example(f"{base}-alone", pair.dataset, "pre", [user(pair.question)],
                                   ask, "underspecified")
         donors = histories[split_of(group, seed)]
@@ -152,11 +155,13 @@ def unresolved_pronoun(question: str, rewrite: str) -> str | None:
 
 def clarifying_question(pronoun: str) -> str:
     """A short question asking what `pronoun` (one of `PRONOUNS`) refers to."""
-    return next(template for words, template in PRONOUN_CLASSES if pronoun in words).format(pronoun)
+    _, template = _pronoun_class(pronoun)
+    return template.format(pronoun)
 
 
-def _pronoun_class(pronoun: str) -> frozenset[str]:
-    return next(words for words, _ in PRONOUN_CLASSES if pronoun in words)
+def _pronoun_class(pronoun: str) -> tuple[frozenset[str], str]:
+    """The pronouns of `pronoun`'s class and the question template for them."""
+    return next(entry for entry in PRONOUN_CLASSES if pronoun in entry[0])
 
 
 def resolved_by_history(question: str, rewrite: str, history: list[Message]) -> bool:

@@ -45,6 +45,9 @@ def add_train(subparsers: Any) -> None:
         flag = "--" + f.name.replace("_", "-")
         if isinstance(default, tuple):
             parser.add_argument(flag, nargs="+", default=list(default), help=f"default: {' '.join(default)}")
+        elif isinstance(default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
+                                help=f"default: {default}")
         elif f.name == "base_model":
             parser.add_argument(flag, default=None, help="default: ASKBETTER_BASE_MODEL (the bundled SmolLM2)")
         else:

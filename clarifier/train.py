@@ -10,6 +10,7 @@ run started again with the same config resumes from it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -23,6 +24,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from askbetter.clarifier.contrast import with_contrasts
 from askbetter.clarifier.examples import Example, check_documents, read_examples
 from askbetter.clarifier.prompt import CLEAR, prompt_ids
 from askbetter.settings import Settings
@@ -36,6 +38,9 @@ class TrainConfig:
     out_dir: Path = Path("runs/clarifier")
     base_model: str | None = None  # None: settings.base_model
     max_examples: int = 3000  # stratified sample of train.jsonl (0: all)
+    # add each sampled example's contrast group (same question, other label; see contrast.py)
+    # from train.jsonl and batch the group together
+    contrast_pairs: bool = False
     dev_examples: int = 400  # dev examples scored to pick the threshold (0: none, 0.5 until calibrated)
     max_input_tokens: int = 320  # prompt content budget (conversation + passages)
     max_target_tokens: int = 48
@@ -88,18 +93,23 @@ def encode(example: Example, tokenizer, cfg: TrainConfig) -> Encoded:
     return Encoded(prompt + target, len(prompt), example["setting"])
 
 
-def make_batches(items: list[Encoded], cfg: TrainConfig, rng: random.Random) -> list[list[int]]:
-    """Indices grouped by similar length so that padded tokens stay under `batch_tokens`."""
-    order = sorted(range(len(items)), key=lambda i: len(items[i].input_ids))
+def make_batches(items: list[Encoded], cfg: TrainConfig, rng: random.Random,
+                 units: list[list[int]] | None = None) -> list[list[int]]:
+    """Indices grouped by similar length so that padded tokens stay under `batch_tokens`. A unit
+    (several indices, e.g. a contrast group) always lands in one batch; default: each item alone."""
+    units = units if units is not None else [[i] for i in range(len(items))]
+    width = [max(len(items[i].input_ids) for i in unit) for unit in units]
     batches: list[list[int]] = []
     current: list[int] = []
-    for i in order:
-        longest = max([len(items[j].input_ids) for j in current] + [len(items[i].input_ids)])
-        if current and (longest * (len(current) + 1) > cfg.batch_tokens
-                        or len(current) >= cfg.max_batch_size):
+    longest = 0
+    for u in sorted(range(len(units)), key=lambda u: width[u]):
+        grown = max(longest, width[u])
+        if current and (grown * (len(current) + len(units[u])) > cfg.batch_tokens
+                        or len(current) + len(units[u]) > cfg.max_batch_size):
             batches.append(current)
-            current = []
-        current.append(i)
+            current, grown = [], width[u]
+        current += units[u]
+        longest = grown
     if current:
         batches.append(current)
     rng.shuffle(batches)
@@ -189,12 +199,15 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     if weights:
         set_peft_model_state_dict(model, load_file(weights / "adapter_model.safetensors"))
 
-    examples = read_examples(train_file)
-    if cfg.max_examples:
-        examples = balanced_sample(examples, cfg.max_examples, cfg.seed)
+    pool = read_examples(train_file)
+    examples = balanced_sample(pool, cfg.max_examples, cfg.seed) if cfg.max_examples else pool
+    grouped = with_contrasts(examples, pool) if cfg.contrast_pairs else [[e] for e in examples]
+    examples = [e for unit in grouped for e in unit]
     items = [encode(e, tokenizer, cfg) for e in tqdm(examples, desc="tokenising", leave=False)]
+    starts = list(itertools.accumulate((len(u) for u in grouped), initial=0))
+    units = [list(range(a, b)) for a, b in itertools.pairwise(starts)]
     rng = random.Random(cfg.seed)
-    plan = [b for _ in range(cfg.epochs) for b in make_batches(items, cfg, rng)]
+    plan = [b for _ in range(cfg.epochs) for b in make_batches(items, cfg, rng, units)]
     total = min(len(plan), cfg.max_steps) if cfg.max_steps else len(plan)
 
     params = [p for p in model.parameters() if p.requires_grad]

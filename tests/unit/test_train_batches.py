@@ -105,3 +105,26 @@ def test_the_step_log_is_cut_back_to_the_checkpoint_step(tmp_path) -> None:
         f'{{"step": {s}, "loss": 1.0}}' for s in [1, 2, 3]]
     _truncate_log(tmp_path / "absent.jsonl", 3)
     assert not (tmp_path / "absent.jsonl").exists()
+
+
+def test_a_unit_lands_in_one_batch_and_the_budget_still_holds() -> None:
+    rng = random.Random(2)
+    lengths = [rng.randint(10, 300) for _ in range(120)]
+    items = _items(lengths)
+    units = [[i, i + 1, i + 2] for i in range(0, 30, 3)] + [[i] for i in range(30, 120)]
+    cfg = TrainConfig(batch_tokens=1024, max_batch_size=8)
+    batches = make_batches(items, cfg, random.Random(1), units)
+    assert sorted(i for b in batches for i in b) == list(range(120))
+    where = {i: n for n, b in enumerate(batches) for i in b}
+    for u in units:
+        assert len({where[i] for i in u}) == 1
+    for b in batches:
+        assert len(b) <= 8
+        assert max(lengths[i] for i in b) * len(b) <= 1024
+
+
+def test_singleton_units_batch_like_no_units() -> None:
+    items = _items([5, 50, 7, 80, 33, 12, 90, 41])
+    cfg = TrainConfig(batch_tokens=100)
+    units = [[i] for i in range(len(items))]
+    assert make_batches(items, cfg, random.Random(3), units) == make_batches(items, cfg, random.Random(3))

@@ -73,6 +73,9 @@ PRONOUN_CLASSES: tuple[tuple[frozenset[str], str], ...] = (
 PRONOUNS = frozenset().union(*(words for words, _ in PRONOUN_CLASSES))
 # candidate histories tried for a question before it keeps only its no-history example
 DONOR_TRIES = 20
+# id suffixes of the unresolved-pronoun examples (the question alone / after another dialog)
+ALONE, OTHER_DIALOG = "-alone", "-other-dialog"
+UNRESOLVED_SUFFIXES = (ALONE, OTHER_DIALOG)
 
 
 @dataclass(frozen=True)
@@ -131,14 +134,14 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         # a history that names the referent, or holds a pronoun of the same class (which a
         # reader would take the question's pronoun to repeat), could resolve it
         referents = _added_words(pair.question, pair.rewrite) | same_class
-        yield group, make_example(f"{base}-alone", pair.dataset, "pre", [user(pair.question)],
+        yield group, make_example(f"{base}{ALONE}", pair.dataset, "pre", [user(pair.question)],
                                   ask, "underspecified")
         donors = histories[split_of(group, seed)]
         start = int(stable_fraction(seed, "donor", base) * len(donors))
         for i in range(min(DONOR_TRIES, len(donors))):
             donor_group, history = donors[(start + i) % len(donors)]
             if donor_group != group and not (referents & _words(history)):
-                yield group, make_example(f"{base}-other-dialog", pair.dataset, "pre",
+                yield group, make_example(f"{base}{OTHER_DIALOG}", pair.dataset, "pre",
                                           [*history, user(pair.question)], ask, "underspecified")
                 break
 

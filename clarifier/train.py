@@ -255,7 +255,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
             _save_checkpoint(model, optimizer, scheduler, state, ckpt)
     bar.close()
     log_file.close()
-    return finish(model, tokenizer, cfg, state, dev_file, len(items), init)
+    return finish(model, tokenizer, cfg, state, dev_file, len(items), init, settings.dtype)
 
 
 def _truncate_log(path: Path, step: int) -> None:
@@ -275,10 +275,11 @@ def _truncate_log(path: Path, step: int) -> None:
 
 
 def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_train: int,
-           init: Path | None = None) -> Path:
+           init: Path | None = None, dtype: str = "auto") -> Path:
     """Write the adapter and its clarifier config (with the training record of `init`, the
     adapter this run continued, under `continued_from`), then pick the threshold on dev and store
-    it. The adapter is usable before the dev scoring: a run stopped there keeps it, and
+    it (recording the device and `dtype`, the setting the model was loaded with, as `askbetter
+    calibrate` does). The adapter is usable before the dev scoring: a run stopped there keeps it, and
     `askbetter calibrate` picks the threshold later."""
     from askbetter.clarifier.assets import LoadedModel
     from askbetter.clarifier.calibrate import store_threshold, threshold_on
@@ -302,7 +303,8 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
     if cfg.dev_examples:
         clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens)
         dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed)
-        record = {"file": str(dev_file), **threshold_on(dev, clarifier.score), "device": cfg.device}
+        record = {"file": str(dev_file), **threshold_on(dev, clarifier.score), "device": cfg.device,
+                  "dtype": dtype}
         store_threshold(out, record["threshold"], record)
         log.warning("Adapter written to %s (threshold %.3f)", out, record["threshold"])
     else:

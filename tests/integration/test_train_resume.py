@@ -19,7 +19,7 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path)
     build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False)
     cfg = TrainConfig(data_dir=tmp_path / "data", out_dir=tmp_path / "run", max_examples=8,
                       dev_examples=4, max_input_tokens=64, batch_tokens=256, max_batch_size=2,
-                      checkpoint_every=1, max_steps=1)
+                      checkpoint_every=1, max_steps=1, contrast_pairs=True)
     adapter = train(cfg)
     assert (adapter / "adapter_config.json").is_file()
     assert (adapter / "adapter_model.safetensors").is_file()
@@ -27,6 +27,7 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path)
     assert 0.0 <= meta["threshold"] <= 1.0 and meta["training"]["steps"] == 1
     assert meta["calibration"]["threshold"] == meta["threshold"] and meta["calibration"]["n"] == 4
     assert meta["calibration"]["file"] == str(tmp_path / "data" / "dev.jsonl")
+    assert meta["calibration"]["dtype"] == Settings.from_env().dtype
 
     cfg.max_steps = 2
     train(cfg)  # resumes at step 1

@@ -10,7 +10,6 @@ run started again with the same config resumes from it.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import math
@@ -204,8 +203,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     grouped = with_contrasts(examples, pool) if cfg.contrast_pairs else [[e] for e in examples]
     examples = [e for unit in grouped for e in unit]
     items = [encode(e, tokenizer, cfg) for e in tqdm(examples, desc="tokenising", leave=False)]
-    starts = list(itertools.accumulate((len(u) for u in grouped), initial=0))
-    units = [list(range(a, b)) for a, b in itertools.pairwise(starts)]
+    positions = iter(range(len(items)))  # the items in `grouped` order, numbered per unit
+    units = [[next(positions) for _ in unit] for unit in grouped]
     rng = random.Random(cfg.seed)
     plan = [b for _ in range(cfg.epochs) for b in make_batches(items, cfg, rng, units)]
     total = min(len(plan), cfg.max_steps) if cfg.max_steps else len(plan)

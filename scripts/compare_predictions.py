@@ -19,8 +19,7 @@ from pathlib import Path
 from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.clarifier.source_rewrites import UNRESOLVED_SUFFIXES
 
-Row = dict
-SUBSETS: dict[str, Callable[[Row], bool]] = {
+SUBSETS: dict[str, Callable[[dict], bool]] = {
     "all": lambda r: True,
     "hard-negative": lambda r: r["kind"] == "hard-negative",
     "CANARD hard-negative": lambda r: r["kind"] == "hard-negative" and r["source"] == "canard",
@@ -36,7 +35,7 @@ SUBSETS: dict[str, Callable[[Row], bool]] = {
 }
 
 
-def _figures(rows: list[Row], decide: Callable[[Row], bool]) -> str:
+def _figures(rows: list[Row], decide: Callable[[dict], bool]) -> str:
     if not rows:
         return "-"
     f = classification([r["label"] for r in rows], [decide(r) for r in rows], [r["score"] for r in rows])

@@ -35,7 +35,7 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
 }
 
 
-def _figures(rows: list[Row], decide: Callable[[dict], bool]) -> str:
+def _figures(rows: list[dict], decide: Callable[[dict], bool]) -> str:
     if not rows:
         return "-"
     f = classification([r["label"] for r in rows], [decide(r) for r in rows], [r["score"] for r in rows])

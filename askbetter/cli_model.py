@@ -78,13 +78,13 @@ def add_calibrate(subparsers: Any) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from askbetter.clarifier.calibrate import run_calibrate
-    from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent, fmt_thresholds
+    from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
     try:
         record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings_from(args))
     except ValueError as exc:  # an empty file, a bad --limit, --adapter none
         raise UsageError(str(exc)) from exc
-    print(f"threshold {fmt_thresholds(record['threshold'], record['thresholds'])} on {record['n']} examples: accuracy "
+    print(f"threshold {fmt_decimal(record['threshold'])} on {record['n']} examples: accuracy "
           f"{fmt_percent(record['accuracy'])}, AUC {fmt_decimal(record['auc'])}; stored with {args.adapter}")
     return 0
 

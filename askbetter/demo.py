@@ -46,7 +46,6 @@ def run_demo(settings: Settings | None = None, out: TextIO = sys.stdout) -> int:
     """Run `SCRIPT`; returns 0 (the exit code) once every turn has been answered."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from askbetter.clarifier.evaluate import fmt_thresholds
     from askbetter.clarifier.local import LocalClarifier
     from askbetter.graph.factory import create_clarifying_rag
     from askbetter.retrieval.corpus import bundled_corpus_dir
@@ -64,7 +63,7 @@ def run_demo(settings: Settings | None = None, out: TextIO = sys.stdout) -> int:
     say("== Loading the clarifier (the answer model shares its weights)")
     clarifier = LocalClarifier.from_settings(settings)
     kind = f"adapter {clarifier.loaded.adapter}" if clarifier.loaded.has_adapter else "base model, no adapter"
-    say(f"   {kind}; {clarifier.prompt_style} prompt; asks when score >= {fmt_thresholds(clarifier.threshold, clarifier.thresholds)}")
+    say(f"   {kind}; {clarifier.prompt_style} prompt; asks when score >= {clarifier.threshold:.2f}")
     if not clarifier.loaded.has_adapter:
         say("   Note: without the tuned adapter the prompted base model makes weak decisions; "
             "the scores below are its own.")

@@ -3,11 +3,8 @@
 `askbetter train` does this on dev at the end of a run. `askbetter calibrate FILE.jsonl --adapter
 PATH` does it again for an existing adapter: after a run that stopped before its threshold was
 picked, on another device or dtype (the scores shift a little), or on a user's own labelled data.
-The threshold maximises accuracy (`metrics.pick_threshold`). The two checks score different
-inputs (the conversation alone before retrieval, with passages after it), so each setting with
-enough labelled examples of both kinds (`MIN_SETTING_EXAMPLES`) also gets its own threshold under
-`thresholds`; the overall one serves the others. The examples and the result are recorded under
-`calibration` in the adapter's `askbetter_clarifier.json`.
+The threshold maximises accuracy (`metrics.pick_threshold`); the examples and the result are
+recorded under `calibration` in the adapter's `askbetter_clarifier.json`.
 """
 
 from __future__ import annotations
@@ -19,12 +16,8 @@ from typing import Any
 from tqdm import tqdm
 
 from askbetter.clarifier.examples import Example, check_documents, needs_clarification
-from askbetter.clarifier.metrics import SETTINGS, classification, pick_threshold
+from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.settings import Settings
-
-#: Fewest examples of a setting, of which some need clarification and some do not, for it to get
-#: its own threshold.
-MIN_SETTING_EXAMPLES = 100
 
 
 def threshold_on(
@@ -34,8 +27,7 @@ def threshold_on(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Score every example (`post` with its documents, `pre` without) and return the threshold
-    that maximises accuracy, the per-setting thresholds (see the module docstring), and the
-    accuracy and AUC they give on these examples together."""
+    that maximises accuracy, with the accuracy and AUC it gives on these examples."""
     if not examples:
         raise ValueError("calibration needs at least one labelled example")
     labels = [needs_clarification(ex) for ex in examples]
@@ -43,32 +35,24 @@ def threshold_on(
         float(score(ex["messages"], check_documents(ex)))
         for ex in tqdm(examples, desc="calibrate", unit="ex", disable=not progress)
     ]
-    settings = [ex["setting"] for ex in examples]
     threshold = pick_threshold(labels, scores)
-    thresholds = {}
-    for setting in SETTINGS:
-        cell = [(y, s) for y, s, x in zip(labels, scores, settings) if x == setting]
-        if len(cell) >= MIN_SETTING_EXAMPLES and len({y for y, _ in cell}) == 2:
-            thresholds[setting] = pick_threshold([y for y, _ in cell], [s for _, s in cell])
-    decisions = [s >= thresholds.get(x, threshold) for s, x in zip(scores, settings)]
-    figures = classification(labels, decisions, scores)
-    return {"threshold": threshold, "thresholds": thresholds, "n": len(examples),
-            "accuracy": figures["accuracy"], "auc": figures["auc"]}
+    figures = classification(labels, [s >= threshold for s in scores], scores)
+    return {"threshold": threshold, "n": len(examples), "accuracy": figures["accuracy"],
+            "auc": figures["auc"]}
 
 
-def store_calibration(adapter: Path, record: dict[str, Any]) -> None:
-    """Write the `threshold` and `thresholds` of `record` (a `threshold_on` result), and the whole
-    record under `calibration`, into the adapter's clarifier config, keeping its other fields."""
+def store_threshold(adapter: Path, threshold: float, record: dict[str, Any]) -> None:
+    """Write `threshold` (and `record` under `calibration`) into the adapter's clarifier config,
+    keeping its other fields."""
     from askbetter.clarifier.local import adapter_config, write_adapter_config
 
-    write_adapter_config(adapter, {**adapter_config(adapter), "threshold": record["threshold"],
-                                   "thresholds": record["thresholds"], "calibration": record})
+    write_adapter_config(adapter, {**adapter_config(adapter), "threshold": threshold, "calibration": record})
 
 
 def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
                   settings: Settings | None = None) -> dict[str, Any]:
     """`askbetter calibrate FILE.jsonl --adapter PATH [--limit N]`: score the examples with the
-    adapter, store the accuracy-maximising thresholds with it, and return the record."""
+    adapter, store the accuracy-maximising threshold with it, and return the record."""
     from askbetter.clarifier.assets import resolve_adapter
     from askbetter.clarifier.evaluate import load_examples, local_clarifier, resolve_settings
 
@@ -80,5 +64,5 @@ def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
     clarifier = local_clarifier(settings, adapter=str(folder), prompt_style=None)
     record = {"file": str(path), **threshold_on(examples, clarifier.score),
               "device": settings.device, "dtype": settings.dtype}
-    store_calibration(folder, record)
+    store_threshold(folder, record["threshold"], record)
     return record

@@ -4,8 +4,6 @@
 JSON-ready report whose keys are `REPORT_KEYS`:
 
 - `system`: the system's name; `threshold`: its decision threshold, or None if it has none;
-  `thresholds`: its per-setting thresholds (`{"pre": ..., "post": ...}`, where they differ from
-  `threshold`; {} when it has none);
 - `n`, `n_clarify`: examples and examples that need clarification;
 - `accuracy`, `precision_clarify`, `recall_clarify`, `f1_clarify`, `macro_f1`, `auc` over all
   examples ("clarify" is the positive class; `auc` is None when only one class is present);
@@ -34,13 +32,12 @@ from tqdm import tqdm
 
 from askbetter.clarifier import metrics
 from askbetter.clarifier.examples import Example, check_documents, needs_clarification, read_examples
-from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
+from askbetter.clarifier.types import Clarifier, Decision, Document, Message
 from askbetter.settings import BUNDLED_EMBEDDING_MODEL, Settings
 
 REPORT_KEYS = (
     "system",
     "threshold",
-    "thresholds",
     *metrics.CLASSIFICATION_KEYS,
     "by_setting",
     "by_kind",
@@ -94,9 +91,9 @@ def predict(
     """Decide on every example, timing each decision; `post` examples pass their documents,
     `pre` examples none.
 
-    With `generate_questions=False`, a clarifier that can score without writing a question
-    (`score(messages, documents)` and `threshold_for(stage)` methods, as `LocalClarifier` has) is
-    run that way; any other is run through `check` and its questions are dropped.
+    With `generate_questions=False`, a clarifier that can score without writing a question (a
+    `score(messages, documents)` method and a `threshold`, as `LocalClarifier` has) is run that
+    way; any other is run through `check` and its questions are dropped.
     """
     predictions = []
     for ex in tqdm(examples, desc=desc, unit="ex", disable=not progress):
@@ -127,7 +124,6 @@ def summarize(
     *,
     system: str,
     threshold: float | None = None,
-    thresholds: dict[str, float] | None = None,
     embedder: metrics.Encoder | None = None,
 ) -> dict[str, Any]:
     """The report (keys `REPORT_KEYS`) for a list of predictions.
@@ -146,7 +142,6 @@ def summarize(
     report: dict[str, Any] = {
         "system": system,
         "threshold": None if threshold is None else float(threshold),
-        "thresholds": {k: float(v) for k, v in (thresholds or {}).items()},
         **metrics.classification(labels, decisions, scores),
         "by_setting": metrics.by_setting(
             labels, decisions, scores, [p.setting for p in predictions]
@@ -173,15 +168,19 @@ def evaluate(
     """Run `clarifier` on `examples` and return the report (see the module docstring).
 
     `system` names it in the report (default: its `name` attribute, else its class name); its
-    `threshold` and `thresholds` attributes, if any, are reported too. With
-    `generate_questions=False` no questions are written or scored (see `predict`): a faster,
-    classification-only run.
+    `threshold` attribute, if any, is reported too. With `generate_questions=False` no questions
+    are written or scored (see `predict`): a faster, classification-only run.
     """
     name = system or getattr(clarifier, "name", None) or type(clarifier).__name__
     predictions = predict(
         examples, clarifier, generate_questions=generate_questions, progress=progress, desc=name
     )
-    return summarize(predictions, system=name, **_thresholds(clarifier), embedder=embedder)
+    return summarize(
+        predictions,
+        system=name,
+        threshold=getattr(clarifier, "threshold", None),
+        embedder=embedder,
+    )
 
 
 def run_eval(
@@ -205,7 +204,7 @@ def run_eval(
     clarifier = local_clarifier(settings, adapter=adapter, prompt_style=prompt_style)
     name = system_name(adapter, getattr(clarifier, "prompt_style", prompt_style))
     predictions = predict(examples, clarifier, generate_questions=generate_questions, desc=name)
-    report = summarize(predictions, system=name, **_thresholds(clarifier))
+    report = summarize(predictions, system=name, threshold=getattr(clarifier, "threshold", None))
     if json_out is not None:
         write_json(json_out, report)
     if predictions_out is not None:
@@ -251,7 +250,7 @@ def format_report(report: dict[str, Any]) -> str:
     threshold = report["threshold"]
     lines = [
         f"system: {report['system']}"
-        + ("" if threshold is None else f"   threshold: {fmt_thresholds(threshold, report['thresholds'])}")
+        + ("" if threshold is None else f"   threshold: {threshold:.3f}")
         + f"   examples: {report['n']} ({report['n_clarify']} need clarification)",
         "",
         f"{'':10}{'accuracy':>10}{'precision':>11}{'recall':>8}{'F1-clarify':>12}"
@@ -302,18 +301,6 @@ def fmt_decimal(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def fmt_thresholds(threshold: float, thresholds: dict[str, float]) -> str:
-    """`0.363`, or `0.363 (pre 0.353, post 0.552)` with per-setting thresholds."""
-    per_setting = ", ".join(f"{setting} {value:.3f}" for setting, value in thresholds.items())
-    return f"{threshold:.3f}" + (f" ({per_setting})" if per_setting else "")
-
-
-def _thresholds(clarifier: Clarifier) -> dict[str, Any]:
-    """The `threshold` and `thresholds` arguments of `summarize` for a clarifier."""
-    return {"threshold": getattr(clarifier, "threshold", None),
-            "thresholds": getattr(clarifier, "thresholds", None)}
-
-
 def _decide(
     clarifier: Clarifier,
     messages: list[Message],
@@ -321,12 +308,11 @@ def _decide(
     generate_questions: bool,
 ) -> Decision:
     score = getattr(clarifier, "score", None)
-    threshold_for = getattr(clarifier, "threshold_for", None)
-    if generate_questions or not callable(score) or not callable(threshold_for):
+    threshold = getattr(clarifier, "threshold", None)
+    if generate_questions or not callable(score) or threshold is None:
         return clarifier.check(messages, documents)
     value = float(score(messages, documents))
-    stage = stage_of(documents)
-    return Decision(value >= threshold_for(stage), value, None, stage)
+    return Decision(value >= threshold, value, None, "post" if documents else "pre")
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -7,7 +7,6 @@ question is generated only when it asks.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -20,10 +19,10 @@ from askbetter.clarifier.prompt import (
     clear_token_id,
     prompt_ids,
 )
-from askbetter.clarifier.types import Decision, Document, Message, Stage, stage_of
+from askbetter.clarifier.types import Decision, Document, Message
 from askbetter.settings import Settings
 
-#: Written beside an adapter by training: the thresholds picked on dev and the prompt budget.
+#: Written beside an adapter by training: the threshold picked on dev and the prompt budget.
 CLARIFIER_CONFIG = "askbetter_clarifier.json"
 DEFAULT_THRESHOLD = 0.5
 FALLBACK_QUESTION = "Could you say a little more about what you mean?"
@@ -49,7 +48,6 @@ class LocalClarifier:
         loaded: LoadedModel,
         *,
         threshold: float = DEFAULT_THRESHOLD,
-        thresholds: Mapping[str, float] | None = None,
         max_input_tokens: int = 1024,
         max_question_tokens: int = 40,
         prompt_style: PromptStyle = "tuned",
@@ -58,7 +56,6 @@ class LocalClarifier:
             raise ValueError(f"prompt_style must be one of {PROMPT_STYLES}, not {prompt_style!r}")
         self.loaded = loaded
         self.threshold = threshold
-        self.thresholds = dict(thresholds or {})
         self.max_input_tokens = max_input_tokens
         self.max_question_tokens = max_question_tokens
         self.prompt_style = prompt_style
@@ -74,27 +71,20 @@ class LocalClarifier:
     ) -> "LocalClarifier":
         """Build from settings; `adapter` ("bundled", "none" or a path) overrides the setting.
 
-        The threshold is, in order: `settings.threshold` (for both checks), the ones stored with
-        the adapter (per setting, else overall), 0.5.
+        The threshold is, in order: `settings.threshold`, the one stored with the adapter, 0.5.
         The prompt budget is the adapter's training budget, else `settings.max_input_tokens`.
         Without an adapter the prompt style defaults to `zero-shot`.
         """
         settings = settings or Settings.from_env()
         loaded = load_model(settings, adapter=adapter)
         stored = adapter_config(loaded.adapter)
-        if settings.threshold is not None:
-            threshold, thresholds = settings.threshold, {}
-        else:
-            threshold, thresholds = stored.get("threshold", DEFAULT_THRESHOLD), stored.get("thresholds", {})
+        threshold = settings.threshold if settings.threshold is not None else stored.get(
+            "threshold", DEFAULT_THRESHOLD)
         style = prompt_style or ("tuned" if loaded.has_adapter else "zero-shot")
         # the prompt budget the adapter was trained with, so scores match its threshold
         budget = stored.get("max_input_tokens", settings.max_input_tokens)
-        return cls(loaded, threshold=threshold, thresholds=thresholds, max_input_tokens=budget,
+        return cls(loaded, threshold=threshold, max_input_tokens=budget,
                    max_question_tokens=settings.max_question_tokens, prompt_style=style)
-
-    def threshold_for(self, stage: Stage) -> float:
-        """The threshold of one check: its own when calibrated per setting, else the overall one."""
-        return self.thresholds.get(stage, self.threshold)
 
     def _ids(self, messages: list[Message], documents: list[Document] | None) -> torch.Tensor:
         ids = prompt_ids(messages, documents, self.loaded.tokenizer, self.max_input_tokens,
@@ -129,11 +119,10 @@ class LocalClarifier:
 
     def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
         score = self.score(messages, documents)
-        stage = stage_of(documents)
-        asks = score >= self.threshold_for(stage)
+        asks = score >= self.threshold
         return Decision(
             needs_clarification=asks,
             score=score,
             question=self.question(messages, documents) if asks else None,
-            stage=stage,
+            stage="post" if documents else "pre",
         )

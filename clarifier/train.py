@@ -281,7 +281,7 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
     calibrate` does). The adapter is usable before the dev scoring: a run stopped there keeps it, and
     `askbetter calibrate` picks the threshold later."""
     from askbetter.clarifier.assets import LoadedModel
-    from askbetter.clarifier.calibrate import store_calibration, threshold_on
+    from askbetter.clarifier.calibrate import store_threshold, threshold_on
     from askbetter.clarifier.data_build import balanced_sample
     from askbetter.clarifier.local import DEFAULT_THRESHOLD, LocalClarifier, adapter_config, write_adapter_config
 
@@ -304,7 +304,7 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
         dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed)
         record = {"file": str(dev_file), **threshold_on(dev, clarifier.score), "device": cfg.device,
                   "dtype": dtype}
-        store_calibration(out, record)
+        store_threshold(out, record["threshold"], record)
         log.warning("Adapter written to %s (threshold %.3f)", out, record["threshold"])
     else:
         log.warning("Adapter written to %s (no dev examples: threshold %.1f until `askbetter calibrate`)",

@@ -33,29 +33,6 @@ def test_threshold_decides_and_a_question_is_one_line(clarifier) -> None:
     assert not never.check([{"role": "user", "content": "Who won the world cup?"}]).needs_clarification
 
 
-def test_each_check_uses_its_own_threshold(clarifier) -> None:
-    from askbetter.clarifier.local import LocalClarifier
-
-    split = LocalClarifier(clarifier.loaded, threshold=0.5, thresholds={"pre": 0.0, "post": 1.01},
-                           prompt_style="zero-shot")
-    messages = [{"role": "user", "content": "How do I turn on sync?"}]
-    assert split.check(messages).needs_clarification
-    assert not split.check(messages, [{"id": "a", "text": "Open Settings > Sync."}]).needs_clarification
-    assert (split.threshold_for("pre"), split.threshold_for("post")) == (0.0, 1.01)
-    assert LocalClarifier(clarifier.loaded, threshold=0.4, prompt_style="zero-shot").threshold_for("post") == 0.4
-
-
-def test_the_threshold_setting_overrides_the_stored_per_setting_ones() -> None:
-    from askbetter.clarifier.local import LocalClarifier, adapter_config
-    from askbetter.settings import Settings
-
-    bundled = LocalClarifier.from_settings()
-    stored = adapter_config(bundled.loaded.adapter)
-    assert set(bundled.thresholds) == {"pre", "post"} and bundled.thresholds == stored["thresholds"]
-    overridden = LocalClarifier.from_settings(Settings.from_env({"ASKBETTER_THRESHOLD": "0.7"}))
-    assert overridden.thresholds == {} and overridden.threshold_for("post") == 0.7
-
-
 def test_turn_longer_than_the_context_is_truncated_not_fatal(clarifier) -> None:
     huge = "Please tell me about the sync settings. " * 2000  # ~16k tokens, the model has 8k
     with pytest.warns(UserWarning, match="truncated"):

@@ -12,7 +12,7 @@ from askbetter.settings import Settings
 from example_factory import example
 
 DOCUMENTED_KEYS = set(
-    "system threshold thresholds n n_clarify accuracy precision_clarify recall_clarify f1_clarify macro_f1"
+    "system threshold n n_clarify accuracy precision_clarify recall_clarify f1_clarify macro_f1"
     " auc by_setting by_kind by_source rouge_l embed_sim one_question_share n_questions sec_per_example"
     .split()
 )
@@ -134,9 +134,6 @@ def test_classification_only_run_scores_without_check():
         def score(self, messages, documents=None):
             return SCRIPT[messages[-1]["content"]][0]
 
-        def threshold_for(self, stage):
-            return self.threshold
-
         def check(self, messages, documents=None):
             raise AssertionError("check writes a question; a scoring run must not call it")
 
@@ -145,23 +142,6 @@ def test_classification_only_run_scores_without_check():
     )
     assert report["accuracy"] == pytest.approx(3 / 5) and report["auc"] == pytest.approx(5 / 6)
     assert report["n_questions"] == 0
-
-
-def test_a_classification_only_run_uses_each_settings_threshold():
-    class PerSetting(ScriptedClarifier):
-        thresholds = {"post": 0.25}
-
-        def score(self, messages, documents=None):
-            return SCRIPT[messages[-1]["content"]][0]
-
-        def threshold_for(self, stage):
-            return self.thresholds.get(stage, self.threshold)
-
-    report = ev.evaluate(EXAMPLES, PerSetting(), generate_questions=False, progress=False)
-    # at 0.25 after retrieval, query 2 (0.3) now asks, as it should; queries 3 and 4 are unchanged
-    assert report["accuracy"] == pytest.approx(4 / 5)
-    assert report["threshold"] == 0.5 and report["thresholds"] == {"post": 0.25}
-    assert "threshold: 0.500 (post 0.250)" in ev.format_report(report)
 
 
 def test_minilm_is_loaded_only_when_there_are_questions(monkeypatch):

@@ -23,7 +23,7 @@ from askbetter.clarifier.evaluate import (
 )
 from askbetter.clarifier.examples import Example
 from askbetter.clarifier.metrics import Encoder
-from askbetter.clarifier.types import Clarifier, Decision, Document, Message, Stage
+from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
 from askbetter.settings import Settings
 
 #: AlwaysClarify's question: shows what a generic question scores on question quality.
@@ -38,7 +38,7 @@ class AlwaysClarify:
     name = "always-clarify"
 
     def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
-        return Decision(True, 1.0, GENERIC_QUESTION, _stage(documents))
+        return Decision(True, 1.0, GENERIC_QUESTION, stage_of(documents))
 
 
 class NeverClarify:
@@ -47,7 +47,7 @@ class NeverClarify:
     name = "never-clarify"
 
     def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
-        return Decision(False, 0.0, None, _stage(documents))
+        return Decision(False, 0.0, None, stage_of(documents))
 
 
 def compare(
@@ -147,10 +147,6 @@ def run_baselines(
         markdown_out.parent.mkdir(parents=True, exist_ok=True)
         markdown_out.write_text(format_table(reports) + "\n", encoding="utf-8")
     return reports
-
-
-def _stage(documents: list[Document] | None) -> Stage:
-    return "post" if documents else "pre"
 
 
 def _row(cells: list[str]) -> str:

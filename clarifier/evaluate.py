@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from askbetter.clarifier import metrics
 from askbetter.clarifier.examples import Example, check_documents, needs_clarification, read_examples
-from askbetter.clarifier.types import Clarifier, Decision, Document, Message
+from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
 from askbetter.settings import BUNDLED_EMBEDDING_MODEL, Settings
 
 REPORT_KEYS = (
@@ -312,7 +312,7 @@ def _decide(
     if generate_questions or not callable(score) or threshold is None:
         return clarifier.check(messages, documents)
     value = float(score(messages, documents))
-    return Decision(value >= threshold, value, None, "post" if documents else "pre")
+    return Decision(value >= threshold, value, None, stage_of(documents))
 
 
 def _mean(values: Sequence[float]) -> float | None:

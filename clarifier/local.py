@@ -19,7 +19,7 @@ from askbetter.clarifier.prompt import (
     clear_token_id,
     prompt_ids,
 )
-from askbetter.clarifier.types import Decision, Document, Message
+from askbetter.clarifier.types import Decision, Document, Message, stage_of
 from askbetter.settings import Settings
 
 #: Written beside an adapter by training: the threshold picked on dev and the prompt budget.
@@ -124,5 +124,5 @@ class LocalClarifier:
             needs_clarification=asks,
             score=score,
             question=self.question(messages, documents) if asks else None,
-            stage="post" if documents else "pre",
+            stage=stage_of(documents),
         )

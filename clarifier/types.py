@@ -23,6 +23,11 @@ class Document(TypedDict):
     title: NotRequired[str]
 
 
+def stage_of(documents: list[Document] | None) -> Stage:
+    """The check a call is: "post" (after retrieval) when documents are given, else "pre"."""
+    return "post" if documents else "pre"
+
+
 @dataclass(frozen=True)
 class Decision:
     """One clarification decision.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from askbetter.clarifier.types import Decision, Document, Message
+from askbetter.clarifier.types import Decision, Document, Message, stage_of
 from askbetter.retrieval.types import Passage
 
 ASK_SCORE = 0.9
@@ -31,7 +31,7 @@ class ScriptedClarifier:
         self.calls: list[tuple[str, list[Message], list[Document] | None]] = []
 
     def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
-        stage = "post" if documents else "pre"
+        stage = stage_of(documents)
         self.calls.append((stage, list(messages), documents))
         if not self.queues[stage]:
             raise AssertionError(f"no scripted {stage} decision left (call {len(self.calls)})")

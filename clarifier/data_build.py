@@ -256,17 +256,19 @@ def share_limits(sizes: dict[str, int], shares: dict[str, float]) -> dict[str, i
     return {name: int(binding[name] * total) if name in binding else n for name, n in sizes.items()}
 
 
-def balanced_sample(examples: list[Example], n: int, seed: int = 13) -> list[Example]:
-    """A sample of `n` examples stratified by (source, setting, label): each stratum gets its
-    proportional share (largest remainders, at least one each while `n` allows), members chosen
-    by a hash of the seed and id; returned in a deterministic shuffled order."""
+def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: float = 1.0) -> list[Example]:
+    """A sample of `n` examples stratified by (source, setting, label): each stratum gets a share
+    in proportion to its size to the `power` (1: proportional; 0.5: small strata get more than
+    their share, large ones less; 0: equal), largest remainders, at least one each while `n`
+    allows, never more than it has. Members are chosen by a hash of the seed and id; returned in a
+    deterministic shuffled order."""
     if n >= len(examples):
         chosen = list(examples)
     else:
         strata: dict[Stratum, list[Example]] = defaultdict(list)
         for ex in examples:
             strata[(ex["source"], ex["setting"], needs_clarification(ex))].append(ex)
-        quotas = _proportional_quotas({k: len(v) for k, v in strata.items()}, n)
+        quotas = _quotas({k: len(v) for k, v in strata.items()}, n, power)
         chosen = []
         for key, members in strata.items():
             members = sorted(members, key=lambda ex: stable_fraction(seed, "sample", ex["id"]))
@@ -274,11 +276,12 @@ def balanced_sample(examples: list[Example], n: int, seed: int = 13) -> list[Exa
     return sorted(chosen, key=lambda ex: stable_fraction(seed, "sample-order", ex["id"]))
 
 
-def _proportional_quotas(sizes: dict[Stratum, int], n: int) -> dict[Stratum, int]:
-    """Split `n` over parts in proportion to their sizes (largest remainder), each part getting
-    at least one while `n` allows and never more than its size."""
-    total = sum(sizes.values())
-    exact = {k: n * s / total for k, s in sizes.items()}
+def _quotas(sizes: dict[Stratum, int], n: int, power: float = 1.0) -> dict[Stratum, int]:
+    """Split `n` over parts in proportion to their sizes to the `power` (largest remainder), each
+    part getting at least one while `n` allows and never more than its size."""
+    weights = {k: s**power for k, s in sizes.items()}
+    total = sum(weights.values())
+    exact = {k: n * w / total for k, w in weights.items()}
     floor = 1 if n >= len(sizes) else 0
     quotas = {k: min(sizes[k], max(floor, math.floor(x))) for k, x in exact.items()}
     by_remainder = sorted(sizes, key=lambda k: (exact[k] - math.floor(exact[k]), sizes[k]))[::-1]

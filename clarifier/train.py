@@ -170,7 +170,13 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     from safetensors.torch import load_file
     from transformers import get_linear_schedule_with_warmup
 
-    from askbetter.clarifier.assets import load_base, pad_token_id, resolve_adapter, resolve_dtype
+    from askbetter.clarifier.assets import (
+        base_model_name,
+        load_base,
+        pad_token_id,
+        resolve_adapter,
+        resolve_dtype,
+    )
     from askbetter.clarifier.data_build import balanced_sample
 
     settings = settings or Settings.from_env()
@@ -184,8 +190,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     (cfg.out_dir / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2))
 
-    model, tokenizer = load_base(cfg.base_model or settings.base_model, settings.cache_dir,
-                                 settings.dtype, cfg.device)
+    base = cfg.base_model or settings.base_model
+    model, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)
     use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
     init = resolve_adapter(cfg.init_adapter)
     ckpt = cfg.out_dir / "checkpoint"
@@ -197,6 +203,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
     lora.inference_mode = False  # a saved adapter's config says True
     model = get_peft_model(model, lora)
+    model.peft_config["default"].base_model_name_or_path = base_model_name(base)
     weights = ckpt if resuming else init
     if weights:
         set_peft_model_state_dict(model, load_file(weights / "adapter_model.safetensors"))

@@ -21,7 +21,8 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path)
                       dev_examples=4, max_input_tokens=64, batch_tokens=256, max_batch_size=2,
                       checkpoint_every=1, max_steps=1, contrast_pairs=True)
     adapter = train(cfg)
-    assert (adapter / "adapter_config.json").is_file()
+    peft_config = json.loads((adapter / "adapter_config.json").read_text())
+    assert peft_config["base_model_name_or_path"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
     assert (adapter / "adapter_model.safetensors").is_file()
     meta = json.loads((adapter / CLARIFIER_CONFIG).read_text())
     assert 0.0 <= meta["threshold"] <= 1.0 and meta["training"]["steps"] == 1

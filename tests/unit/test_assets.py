@@ -9,6 +9,7 @@ from askbetter.clarifier import assets
 from askbetter.clarifier.assets import (
     ModelNotFound,
     ModelPackageMissing,
+    base_model_name,
     bundled_gguf_path,
     resolve_adapter,
     resolve_base_model,
@@ -40,6 +41,11 @@ def test_base_model_folder_and_hub_id(tmp_path: Path) -> None:
         resolve_base_model(str(tmp_path / ".."), tmp_path)
     with pytest.raises(ModelNotFound, match="does not exist"):
         resolve_base_model("./no/such/model", tmp_path)
+
+
+def test_adapters_name_the_bundled_base_by_its_hub_id() -> None:
+    assert base_model_name("bundled:smollm2-135m-instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert base_model_name("/models/my-llm") == "/models/my-llm"
 
 
 def test_adapter_resolution(tmp_path: Path) -> None:

@@ -149,7 +149,7 @@ def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, first: torch.Tenso
 def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path) -> None:
     tmp = ckpt.with_name(ckpt.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
+    model.save_pretrained(tmp, save_embedding_layers=False)  # no Hub lookup of the base config
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 **state}, tmp / "trainer_state.pt")
     shutil.rmtree(ckpt, ignore_errors=True)
@@ -297,7 +297,7 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
 
     model.eval()
     out = cfg.out_dir / "adapter"
-    model.save_pretrained(out)
+    model.save_pretrained(out, save_embedding_layers=False)  # the LoRA never touches them
     meta = {
         "prompt_style": "tuned",
         "max_input_tokens": cfg.max_input_tokens,

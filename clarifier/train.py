@@ -156,12 +156,13 @@ def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path) -> No
     tmp.rename(ckpt)
 
 
-def _peak_memory_mb(device: str) -> dict[str, int]:
-    """Peak resident memory of this process and, on CUDA, the peak memory torch allocated."""
+def peak_memory_mb(device: str, earlier: dict[str, int] | None = None) -> dict[str, int]:
+    """Peak resident memory and, on CUDA, the peak memory torch allocated, over this process and
+    the `earlier` peaks (those of the processes before a resume, kept in the checkpoint)."""
     peak = {"peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
     if device.startswith("cuda"):
         peak["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20)
-    return peak
+    return {key: max(value, (earlier or {}).get(key, 0)) for key, value in peak.items()}
 
 
 def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
@@ -261,6 +262,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         bar.set_postfix(loss=f"{state['loss_ema']:.3f}", tok_s=f"{state['tokens'] / state['seconds']:.0f}")
         bar.update(1)
         if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
+            state["peak_mb"] = peak_memory_mb(cfg.device, state.get("peak_mb"))
             _save_checkpoint(model, optimizer, scheduler, state, ckpt)
     bar.close()
     log_file.close()
@@ -302,7 +304,8 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
         "prompt_style": "tuned",
         "max_input_tokens": cfg.max_input_tokens,
         "training": {"steps": state["step"], "train_examples": n_train, "tokens_seen": state["tokens"],
-                     "train_seconds": round(state["seconds"], 1), **_peak_memory_mb(cfg.device),
+                     "train_seconds": round(state["seconds"], 1),
+                     **peak_memory_mb(cfg.device, state.get("peak_mb")),
                      "config": cfg.to_json()},
     }
     continued = adapter_config(init).get("training")

@@ -11,6 +11,7 @@ from askbetter.clarifier.train import (
     collate,
     encode,
     make_batches,
+    peak_memory_mb,
     weighted_loss,
 )
 from example_factory import example
@@ -128,3 +129,10 @@ def test_singleton_units_batch_like_no_units() -> None:
     cfg = TrainConfig(batch_tokens=100)
     units = [[i] for i in range(len(items))]
     assert make_batches(items, cfg, random.Random(3), units) == make_batches(items, cfg, random.Random(3))
+
+
+def test_a_resumed_run_keeps_the_peak_memory_of_the_processes_before_it():
+    now = peak_memory_mb("cpu")["peak_rss_mb"]
+    assert now > 0
+    assert peak_memory_mb("cpu", {"peak_rss_mb": now + 1000}) == {"peak_rss_mb": now + 1000}
+    assert peak_memory_mb("cpu", {"peak_rss_mb": 1})["peak_rss_mb"] >= now

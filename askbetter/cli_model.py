@@ -62,7 +62,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     values = {k: v for k, v in vars(args).items() if k in names}
     values["target_modules"] = tuple(values["target_modules"])
-    out = train(TrainConfig(**values), settings_from(args))
+    try:
+        cfg = TrainConfig(**values)
+    except ValueError as exc:  # an option value out of range
+        raise UsageError(str(exc)) from exc
+    out = train(cfg, settings_from(args))
     print(f"adapter written to {out}")
     return 0
 

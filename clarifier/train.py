@@ -66,6 +66,10 @@ class TrainConfig:
     # own LoRA shape (r, alpha, target modules) is kept and the lora_* fields are ignored
     init_adapter: str = ""
 
+    def __post_init__(self) -> None:
+        if not self.stratum_power >= 0:  # also catches NaN
+            raise ValueError(f"stratum_power must be 0 or more, not {self.stratum_power}")
+
     def to_json(self) -> dict:
         d = asdict(self)
         d["data_dir"], d["out_dir"] = str(self.data_dir), str(self.out_dir)
@@ -149,7 +153,7 @@ def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, first: torch.Tenso
 def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path) -> None:
     tmp = ckpt.with_name(ckpt.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, save_embedding_layers=False)  # no Hub lookup of the base config
+    model.save_pretrained(tmp, save_embedding_layers=False)  # see finish
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 **state}, tmp / "trainer_state.pt")
     shutil.rmtree(ckpt, ignore_errors=True)
@@ -210,7 +214,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         set_peft_model_state_dict(model, load_file(weights / "adapter_model.safetensors"))
 
     pool = read_examples(train_file)
-    examples = balanced_sample(pool, cfg.max_examples, cfg.seed, cfg.stratum_power) if cfg.max_examples else pool
+    examples = (balanced_sample(pool, cfg.max_examples, cfg.seed, cfg.stratum_power)
+                if cfg.max_examples else pool)
     grouped = with_contrasts(examples, pool) if cfg.contrast_pairs else [[e] for e in examples]
     examples = [e for unit in grouped for e in unit]
     items = [encode(e, tokenizer, cfg) for e in tqdm(examples, desc="tokenising", leave=False)]
@@ -299,7 +304,9 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
 
     model.eval()
     out = cfg.out_dir / "adapter"
-    model.save_pretrained(out, save_embedding_layers=False)  # the LoRA never touches them
+    # the LoRA leaves the embeddings alone; PEFT's check for resized ones would look the base
+    # model up on the Hub by its name
+    model.save_pretrained(out, save_embedding_layers=False)
     meta = {
         "prompt_style": "tuned",
         "max_input_tokens": cfg.max_input_tokens,

@@ -39,6 +39,12 @@ def test_train_without_data_says_how_to_build_it(tmp_path: Path, capsys: pytest.
     assert "askbetter data build" in capsys.readouterr().err
 
 
+def test_a_negative_stratum_power_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "--stratum-power", "-1", "--out-dir", str(tmp_path / "run")]) == 1
+    assert "stratum_power must be 0 or more, not -1.0" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize(("content", "message"), [("", "no examples"), ('{"id": 1\n', ":1: not a valid example")])
 def test_eval_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str) -> None:
     path = tmp_path / "x.jsonl"

@@ -276,7 +276,7 @@ def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: floa
     return sorted(chosen, key=lambda ex: stable_fraction(seed, "sample-order", ex["id"]))
 
 
-def _quotas(sizes: dict[Stratum, int], n: int, power: float = 1.0) -> dict[Stratum, int]:
+def _quotas(sizes: dict[Stratum, int], n: int, power: float) -> dict[Stratum, int]:
     """Split `n` over parts in proportion to their sizes to the `power` (largest remainder), each
     part getting at least one while `n` allows and never more than its size."""
     weights = {k: s**power for k, s in sizes.items()}

@@ -2,7 +2,8 @@
 
 Each converter of `SOURCES` turns one dataset into `(group, example)` pairs; `source_rewrites`
 serves two, over three datasets (questions their history resolves, and the same questions with
-their pronoun left unresolved). The build then
+their pronoun left unresolved); `source_topic_shift` asks some of AmbigNQ's questions again after
+another dialog. The build then
 1. drops examples whose input repeats an earlier one (same setting, messages and documents),
    and all of them when they disagree on the label;
 2. balances each source and setting: `NEGATIVES_PER_CLARIFY` negatives per clarify example,
@@ -37,6 +38,7 @@ from askbetter.clarifier import (
     source_or_sharc,
     source_pacific,
     source_rewrites,
+    source_topic_shift,
 )
 from askbetter.clarifier.examples import Example, needs_clarification, write_examples
 from askbetter.clarifier.source_common import (
@@ -71,11 +73,12 @@ SOURCES = (
     Source("or-sharc", source_or_sharc.FOLDERS, source_or_sharc.convert, False),
     Source("rewrites", source_rewrites.FOLDERS, source_rewrites.convert, False),
     Source("unresolved", source_rewrites.FOLDERS, source_rewrites.convert_unresolved, False),
+    Source("topic-shift", source_topic_shift.FOLDERS, source_topic_shift.convert, False),
 )
 
 ALL_FOLDERS = tuple(dict.fromkeys(f for s in SOURCES for f in s.folders))
 CountKey = tuple[str, str, str, str, str]  # split, source, setting, kind, label
-Stratum = tuple[str, str, bool]  # source, setting, needs clarification
+Stratum = tuple[str, str, bool, bool]  # source, setting, needs clarification, has a history
 
 
 class Item(NamedTuple):
@@ -257,7 +260,9 @@ def share_limits(sizes: dict[str, int], shares: dict[str, float]) -> dict[str, i
 
 
 def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: float = 1.0) -> list[Example]:
-    """A sample of `n` examples stratified by (source, setting, label): each stratum gets a share
+    """A sample of `n` examples stratified by (source, setting, label, whether the judged turn has
+    a history, so that a source's few turns after a dialog are not drowned by its many opening
+    ones, see `source_topic_shift`): each stratum gets a share
     in proportion to its size to the `power` (1: proportional; 0.5: small strata get more than
     their share, large ones less; 0: equal), largest remainders, at least one each while `n`
     allows, never more than it has. Members are chosen by a hash of the seed and id; returned in a
@@ -267,7 +272,8 @@ def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: floa
     else:
         strata: dict[Stratum, list[Example]] = defaultdict(list)
         for ex in examples:
-            strata[(ex["source"], ex["setting"], needs_clarification(ex))].append(ex)
+            key = (ex["source"], ex["setting"], needs_clarification(ex), len(ex["messages"]) > 1)
+            strata[key].append(ex)
         quotas = _quotas({k: len(v) for k, v in strata.items()}, n, power)
         chosen = []
         for key, members in strata.items():

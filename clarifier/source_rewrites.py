@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,11 +119,7 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     neither the rewrite's added words nor a pronoun of the same class), both `pre` examples that
     need a clarification question."""
     pairs = list(rewrite_pairs(raw_dir))
-    histories: dict[str, list[tuple[str, list[Message]]]] = defaultdict(list)
-    for pair in pairs:
-        if pair.history:
-            group = f"{pair.dataset}:{pair.group}"
-            histories[split_of(group, seed)].append((group, pair.history[-MAX_HISTORY_MESSAGES:]))
+    histories = histories_by_split(pairs, seed)
     for pair in pairs:
         pronoun = unresolved_pronoun(pair.question, pair.rewrite)
         if pronoun is None:
@@ -144,6 +140,19 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
                 yield group, make_example(f"{base}{OTHER_DIALOG}", pair.dataset, "pre",
                                           [*history, user(pair.question)], ask, "underspecified")
                 break
+
+
+def histories_by_split(
+    pairs: Iterable[RewritePair], seed: int
+) -> dict[str, list[tuple[str, list[Message]]]]:
+    """The (capped) non-empty histories of `pairs` as (dialog group, history), by the split of
+    their group: donors of another conversation's context for examples of the same split."""
+    histories: dict[str, list[tuple[str, list[Message]]]] = defaultdict(list)
+    for pair in pairs:
+        if pair.history:
+            group = f"{pair.dataset}:{pair.group}"
+            histories[split_of(group, seed)].append((group, pair.history[-MAX_HISTORY_MESSAGES:]))
+    return histories
 
 
 def unresolved_pronoun(question: str, rewrite: str) -> str | None:

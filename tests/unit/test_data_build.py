@@ -16,6 +16,7 @@ from askbetter.clarifier import (
     source_or_sharc,
     source_pacific,
     source_rewrites,
+    source_topic_shift,
 )
 from askbetter.clarifier.data_build import (
     SOURCES,
@@ -531,6 +532,50 @@ def test_a_lower_stratum_power_gives_small_strata_more_and_never_more_than_they_
     assert proportional[small] < root[small] < equal[small]
     assert proportional[large] > root[large] > equal[large]
     assert equal[("c", "pre", False)] == sizes[("c", "pre", False)]  # capped at what it has
+
+
+def test_turns_after_a_dialog_are_a_stratum_of_their_own():
+    opening = [make_example(f"open-{i}", "a", "pre", [user("q")], None, "clear") for i in range(950)]
+    after = [make_example(f"after-{i}", "a", "pre", [user("hi"), {"role": "assistant", "content": "hello"},
+                                                    user("q")], None, "clear") for i in range(50)]  # fmt: skip
+    sample = balanced_sample(opening + after, 100, seed=3, power=0.5)
+    # sqrt-weighted: 100 * sqrt(50) / (sqrt(950) + sqrt(50)) = 18.7, not the proportional 5
+    assert sum(ex["id"].startswith("after-") for ex in sample) == 19
+
+
+def test_topic_shift_asks_ambignq_again_after_a_dialog_of_the_same_split(monkeypatch):
+    monkeypatch.setattr(source_topic_shift, "SHARE", 1.0)
+    originals = by_id(converted(source_ambignq))
+    made = list(source_topic_shift.convert(RAW, 13))
+    donors = {(f"{p.dataset}:{p.group}", json.dumps(p.history[-MAX_HISTORY_MESSAGES:]))
+              for p in source_rewrites.rewrite_pairs(RAW)
+              if p.history and p.dataset in source_topic_shift.DONOR_DATASETS}  # fmt: skip
+    donor_splits = {split_of(g, 13) for g, _ in donors}
+    # every AmbigNQ example whose split has a donor dialog, once
+    assert sorted(ex["id"] for _, ex in made) == sorted(
+        ex["id"] + source_topic_shift.SUFFIX for g, ex in converted(source_ambignq)
+        if split_of(g, 13) in donor_splits
+    )
+    for group, ex in made:
+        original = originals[ex["id"].removesuffix(source_topic_shift.SUFFIX)]
+        history = ex["messages"][: -len(original["messages"])]
+        assert ex["messages"][-len(original["messages"]):] == original["messages"]
+        assert len(history) >= 2 and history[-1]["role"] == "assistant"
+        donor = next(g for g, h in donors if json.loads(h) == history)
+        assert split_of(donor, 13) == split_of(group, 13)
+        for key in ("source", "setting", "kind", "clarification", "documents"):
+            assert ex[key] == original[key]
+
+
+def test_topic_shift_takes_its_share_and_needs_a_donor_dataset(tmp_path, monkeypatch):
+    def made(share: float) -> set[str]:
+        monkeypatch.setattr(source_topic_shift, "SHARE", share)
+        return {ex["id"] for _, ex in source_topic_shift.convert(RAW, 13)}
+
+    half, every = made(0.5), made(1.0)
+    assert half < every and 0.2 < len(half) / len(every) < 0.8
+    shutil.copytree(RAW / "ambignq", tmp_path / "ambignq")
+    assert list(source_topic_shift.convert(tmp_path, 13)) == []
 
 
 def test_share_limits_cap_parts_to_their_share_of_the_total():

@@ -2,7 +2,7 @@
 
 `askbetter eval` reports per kind and per source; the comparisons that chose between training
 stages also need the unresolved-pronoun examples (ids ending `-alone` / `-other-dialog`) apart
-from the other underspecified ones, CANARD's hard negatives apart, and the other kinds together.
+from the other underspecified ones, AmbigNQ's questions asked after another dialog apart, CANARD's hard negatives apart, and the other kinds together.
 This reads the `--predictions` files of `askbetter eval` (one per adapter, same examples) and
 prints one markdown row per file, at the threshold each adapter ran with (its `decision`) and at
 the threshold that is best on these examples (in-sample: an upper bound, not a result).
@@ -18,6 +18,7 @@ from pathlib import Path
 
 from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.clarifier.source_rewrites import UNRESOLVED_SUFFIXES
+from askbetter.clarifier.source_topic_shift import SUFFIX as TOPIC_SHIFT_SUFFIX
 
 SUBSETS: dict[str, Callable[[dict], bool]] = {
     "all": lambda r: True,
@@ -30,6 +31,7 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
     "other underspecified": lambda r: (r["kind"] == "underspecified"
                                        and not r["id"].endswith(UNRESOLVED_SUFFIXES)),
     "all but unresolved": lambda r: not r["id"].endswith(UNRESOLVED_SUFFIXES),
+    "AmbigNQ after a dialog": lambda r: r["id"].endswith(TOPIC_SHIFT_SUFFIX),
     "pre": lambda r: r["setting"] == "pre",
     "post": lambda r: r["setting"] == "post",
 }

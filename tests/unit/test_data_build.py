@@ -545,23 +545,23 @@ def test_turns_after_a_dialog_are_a_stratum_of_their_own():
 
 def test_topic_shift_asks_ambignq_again_after_a_dialog_of_the_same_split(monkeypatch):
     monkeypatch.setattr(source_topic_shift, "SHARE", 1.0)
-    originals = by_id(converted(source_ambignq))
+    ambignq = converted(source_ambignq)
+    originals = by_id(ambignq)
     made = list(source_topic_shift.convert(RAW, 13))
-    donors = {(f"{p.dataset}:{p.group}", json.dumps(p.history[-MAX_HISTORY_MESSAGES:]))
+    donors = [(f"{p.dataset}:{p.group}", p.history[-MAX_HISTORY_MESSAGES:])
               for p in source_rewrites.rewrite_pairs(RAW)
-              if p.history and p.dataset in source_topic_shift.DONOR_DATASETS}  # fmt: skip
+              if p.history and p.dataset in source_topic_shift.DONOR_DATASETS]  # fmt: skip
     donor_splits = {split_of(g, 13) for g, _ in donors}
     # every AmbigNQ example whose split has a donor dialog, once
     assert sorted(ex["id"] for _, ex in made) == sorted(
-        ex["id"] + source_topic_shift.SUFFIX for g, ex in converted(source_ambignq)
-        if split_of(g, 13) in donor_splits
+        ex["id"] + source_topic_shift.SUFFIX for g, ex in ambignq if split_of(g, 13) in donor_splits
     )
     for group, ex in made:
         original = originals[ex["id"].removesuffix(source_topic_shift.SUFFIX)]
         history = ex["messages"][: -len(original["messages"])]
         assert ex["messages"][-len(original["messages"]):] == original["messages"]
         assert len(history) >= 2 and history[-1]["role"] == "assistant"
-        donor = next(g for g, h in donors if json.loads(h) == history)
+        donor = next(g for g, h in donors if h == history)
         assert split_of(donor, 13) == split_of(group, 13)
         for key in ("source", "setting", "kind", "clarification", "documents"):
             assert ex[key] == original[key]

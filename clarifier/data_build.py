@@ -3,7 +3,8 @@
 Each converter of `SOURCES` turns one dataset into `(group, example)` pairs; `source_rewrites`
 serves two, over three datasets (questions their history resolves, and the same questions with
 their pronoun left unresolved); `source_topic_shift` asks some of AmbigNQ's questions again after
-another dialog. The build then
+another dialog; `source_referents` sets CANARD's pronoun questions over passages that name one
+referent or two. The build then
 1. drops examples whose input repeats an earlier one (same setting, messages and documents),
    and all of them when they disagree on the label;
 2. balances each source and setting: `NEGATIVES_PER_CLARIFY` negatives per clarify example,
@@ -37,6 +38,7 @@ from askbetter.clarifier import (
     source_ambignq,
     source_or_sharc,
     source_pacific,
+    source_referents,
     source_rewrites,
     source_topic_shift,
 )
@@ -74,6 +76,7 @@ SOURCES = (
     Source("rewrites", source_rewrites.FOLDERS, source_rewrites.convert, False),
     Source("unresolved", source_rewrites.FOLDERS, source_rewrites.convert_unresolved, False),
     Source("topic-shift", source_topic_shift.FOLDERS, source_topic_shift.convert, False),
+    Source("referents", source_referents.FOLDERS, source_referents.convert, False),
 )
 
 ALL_FOLDERS = tuple(dict.fromkeys(f for s in SOURCES for f in s.folders))

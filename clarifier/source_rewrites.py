@@ -88,6 +88,7 @@ class RewritePair:
     history: list[Message]
     question: str
     rewrite: str
+    title: str = ""  # CANARD: the Wikipedia article and section the dialog reads
 
 
 def rewrite_pairs(raw_dir: Path) -> Iterator[RewritePair]:
@@ -126,20 +127,16 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
             continue
         base, group = f"{pair.dataset}-{pair.group}-{pair.turn_id}", f"{pair.dataset}:{pair.group}"
         ask = clarifying_question(pronoun)
-        same_class, _ = _pronoun_class(pronoun)
+        same_class, _ = pronoun_class(pronoun)
         # a history that names the referent, or holds a pronoun of the same class (which a
         # reader would take the question's pronoun to repeat), could resolve it
         referents = _added_words(pair.question, pair.rewrite) | same_class
         yield group, make_example(f"{base}{ALONE}", pair.dataset, "pre", [user(pair.question)],
                                   ask, "underspecified")
-        donors = histories[split_of(group, seed)]
-        start = int(stable_fraction(seed, "donor", base) * len(donors))
-        for i in range(min(DONOR_TRIES, len(donors))):
-            donor_group, history = donors[(start + i) % len(donors)]
-            if donor_group != group and not (referents & _words(history)):
-                yield group, make_example(f"{base}{OTHER_DIALOG}", pair.dataset, "pre",
-                                          [*history, user(pair.question)], ask, "underspecified")
-                break
+        history = other_dialog(histories, group, base, referents, seed)
+        if history is not None:
+            yield group, make_example(f"{base}{OTHER_DIALOG}", pair.dataset, "pre",
+                                      [*history, user(pair.question)], ask, "underspecified")
 
 
 def histories_by_split(
@@ -155,6 +152,25 @@ def histories_by_split(
     return histories
 
 
+def other_dialog(
+    histories: dict[str, list[tuple[str, list[Message]]]],
+    group: str,
+    key: str,
+    avoid: set[str] | frozenset[str],
+    seed: int,
+) -> list[Message] | None:
+    """A history from `histories_by_split` for a question of `group`: another group's, of the
+    same split, holding none of the words `avoid` (the first of up to `DONOR_TRIES`, from a place
+    hashed from `key`), or None."""
+    donors = histories[split_of(group, seed)]
+    start = int(stable_fraction(seed, "donor", key) * len(donors))
+    for i in range(min(DONOR_TRIES, len(donors))):
+        donor_group, history = donors[(start + i) % len(donors)]
+        if donor_group != group and not (avoid & _words(history)):
+            return history
+    return None
+
+
 def unresolved_pronoun(question: str, rewrite: str) -> str | None:
     """The first pronoun of `question` that `rewrite` drops while adding content words (so the
     pronoun stands for something only the context names), else None."""
@@ -167,11 +183,11 @@ def unresolved_pronoun(question: str, rewrite: str) -> str | None:
 
 def clarifying_question(pronoun: str) -> str:
     """A short question asking what `pronoun` (one of `PRONOUNS`) refers to."""
-    _, template = _pronoun_class(pronoun)
+    _, template = pronoun_class(pronoun)
     return template.format(pronoun)
 
 
-def _pronoun_class(pronoun: str) -> tuple[frozenset[str], str]:
+def pronoun_class(pronoun: str) -> tuple[frozenset[str], str]:
     """The pronouns of `pronoun`'s class and the question template for them."""
     return next(entry for entry in PRONOUN_CLASSES if pronoun in entry[0])
 
@@ -185,14 +201,14 @@ def resolved_by_history(question: str, rewrite: str, history: list[Message]) -> 
 
 def _added_words(question: str, rewrite: str) -> set[str]:
     """The content words the rewrite adds to the question: what the context had to supply."""
-    return _content_words(rewrite) - _content_words(question)
+    return content_words(rewrite) - content_words(question)
 
 
 def _words(history: list[Message]) -> set[str]:
     return set(_WORD.findall(" ".join(m["content"] for m in history).lower()))
 
 
-def _content_words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
 
 
@@ -209,6 +225,7 @@ def _canard(folder: Path) -> Iterator[RewritePair]:
             history,
             field(record, "Question", where),
             field(record, "Rewrite", where),
+            ": ".join(field(record, "History", where)[:2]),
         )
 
 

@@ -1,0 +1,206 @@
+"""CANARD's pronoun questions after retrieval, over real text that names one or two referents.
+
+The passages decide these `post` examples, as in the IBM request fixture where "tell me more about
+her" comes with documents on several women. For a CANARD question whose pronoun the rewrite
+replaces with a name ("why did he think the band lacked effort?" -> "Frank Zappa"), each dialog
+gives a passage: its Wikipedia article and section as the title, the answers (spans of that
+section) as the text. Then, per question:
+
+- **ambiguous** (`-two-referents`, clarify): the question alone or after another dialog that
+  names neither referent, with its own passage and one of another dialog whose referent has the
+  same pronoun class ("he": another man) and is not named in the first passage. Both readings
+  are on screen; the reference question names them ("Do you mean Frank Zappa or Miles Davis?").
+- **hard negative**, at most one per question, clear:
+  - `-history-resolves`: the same question and passages after its own dialog, when that names
+    the referent (`source_rewrites.resolved_by_history`): the conversation settles it.
+  - `-one-referent`, otherwise ("he"/"she" questions only): the question alone with its own
+    passage and one about a referent of the other gender: the passages support one reading.
+
+Grouped by dialog, both passages from dialogs of the example's split.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from askbetter.clarifier import source_rewrites
+from askbetter.clarifier.examples import Example
+from askbetter.clarifier.source_common import (
+    MAX_HISTORY_MESSAGES,
+    Converted,
+    document,
+    make_example,
+    split_of,
+    stable_fraction,
+    user,
+)
+from askbetter.clarifier.source_rewrites import RewritePair, content_words, pronoun_class
+from askbetter.clarifier.types import Document
+
+FOLDERS = ("canard",)
+# the reference questions, one picked per example by a hash
+TEMPLATES = (
+    "Do you mean {a} or {b}?",
+    'By "{pronoun}", do you mean {a} or {b}?',
+    "Are you asking about {a} or {b}?",
+    "Which one do you mean: {a} or {b}?",
+)
+# the pronoun classes whose referents are people of one gender, each with the other's
+_HE, _SHE = pronoun_class("he")[0], pronoun_class("she")[0]
+OTHER_GENDER = {_HE: _SHE, _SHE: _HE}
+# of the questions with a named referent: uncapped by the build (a capped source's share of the
+# total would leave too little room for the others), so sized here: 1,225 examples after balancing
+SHARE = 0.4
+AFTER_DIALOG_SHARE = 0.5  # of ambiguous examples asked after another dialog rather than alone
+MAX_NAME_WORDS = 6
+PARTNER_TRIES = 20
+NO_ANSWER = "I don't know."  # CANARD's stand-in for QuAC's CANNOTANSWER
+TWO, RESOLVED, ONE = "-two-referents", "-history-resolves", "-one-referent"
+_TOKEN = re.compile(r"\S+")
+_EDGE = re.compile(r"^[\W_]+|(?:['’]s?)?[\W_]*$")
+
+
+@dataclass(frozen=True)
+class Referent:
+    """A question whose pronoun stands for a name, with its dialog's passage."""
+
+    pair: RewritePair
+    group: str
+    pronoun: str
+    pronouns: frozenset[str]  # the pronoun's class: who or what it can stand for
+    name: str
+    passage: Document
+
+
+def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
+    """Yield (CANARD dialog group, example): for a `SHARE` of the questions with a named
+    referent, an ambiguous `post` example over two referents' passages and a hard negative."""
+    pairs = [p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset == "canard"]
+    passages = _passages(pairs)
+    histories = source_rewrites.histories_by_split(pairs, seed)
+    referents = [r for p in pairs if (r := _referent(p, passages)) is not None]
+    pools: dict[tuple[str, frozenset[str]], list[Referent]] = defaultdict(list)
+    for r in referents:
+        pools[(split_of(r.group, seed), r.pronouns)].append(r)
+    for r in referents:
+        base = f"canard-{r.pair.group}-{r.pair.turn_id}"
+        if stable_fraction(seed, "referents", base) >= SHARE:
+            continue
+        partner = _partner(r, pools[(split_of(r.group, seed), r.pronouns)], base, seed)
+        if partner is None:
+            continue
+        docs = _ordered([r.passage, partner.passage], seed, base)
+        names = [r.name, partner.name] if docs[0] is r.passage else [partner.name, r.name]
+        template = TEMPLATES[int(stable_fraction(seed, "template", base) * len(TEMPLATES))]
+        ask = template.format(a=names[0], b=names[1], pronoun=r.pronoun)
+        avoid = content_words(r.name) | content_words(partner.name) | r.pronouns
+        history = None
+        if stable_fraction(seed, "after-dialog", base) < AFTER_DIALOG_SHARE:
+            history = source_rewrites.other_dialog(histories, r.group, base, avoid, seed)
+        question = [*(history or []), user(r.pair.question)]
+        yield r.group, make_example(f"{base}{TWO}", "canard", "post", question, ask, "ambiguous",
+                                    docs)
+        negative = _hard_negative(r, docs, pools, base, seed)
+        if negative is not None:
+            yield r.group, negative
+
+
+def referent_name(question: str, rewrite: str, pronoun: str) -> str | None:
+    """The words of `rewrite` that replace `pronoun` (and only it) in `question`, without a
+    possessive ending or edge punctuation ("Tori Amos's" -> "Tori Amos"), or None."""
+    asked, rewritten = _TOKEN.findall(question), _TOKEN.findall(rewrite)
+    matcher = difflib.SequenceMatcher(a=_norm(asked), b=_norm(rewritten), autojunk=False)
+    spans = [
+        (asked[i1:i2], rewritten[j1:j2])
+        for op, i1, i2, j1, j2 in matcher.get_opcodes()
+        if op == "replace" and pronoun in _norm(asked[i1:i2])
+    ]
+    if len(spans) != 1 or len(spans[0][0]) != 1:
+        return None
+    words = spans[0][1]
+    words[-1] = _EDGE.sub("", words[-1])
+    name = _EDGE.sub("", " ".join(words)) if words[-1] else ""
+    if not name or len(name.split()) > MAX_NAME_WORDS or source_rewrites.PRONOUNS & set(_norm([name])):
+        return None
+    return name
+
+
+def _norm(tokens: list[str]) -> list[str]:
+    return [re.sub(r"\W", "", t.lower()) for t in tokens]
+
+
+def _passages(pairs: list[RewritePair]) -> dict[str, Document]:
+    """Per dialog, its title and the answers of its longest history as one passage."""
+    longest: dict[str, RewritePair] = {}
+    for p in pairs:
+        if len(p.history) >= len(longest.get(p.group, p).history):
+            longest[p.group] = p
+    passages = {}
+    for group, p in longest.items():
+        answers = [m["content"] for m in p.history if m["role"] == "assistant"]
+        text = " ".join(a for a in answers if a != NO_ANSWER)
+        if text:
+            passages[group] = document(f"canard-{group}", text, p.title or None)
+    return passages
+
+
+def _referent(pair: RewritePair, passages: dict[str, Document]) -> Referent | None:
+    """The question's named referent, when its passage names it and its history resolves it."""
+    pronoun = source_rewrites.unresolved_pronoun(pair.question, pair.rewrite)
+    passage = passages.get(pair.group)
+    if pronoun is None or passage is None:
+        return None
+    name = referent_name(pair.question, pair.rewrite, pronoun)
+    if name is None or not content_words(name) <= _passage_words(passage):
+        return None
+    return Referent(pair, f"canard:{pair.group}", pronoun, pronoun_class(pronoun)[0], name, passage)
+
+
+def _passage_words(passage: Document) -> set[str]:
+    return content_words(f"{passage.get('title', '')} {passage['text']}")
+
+
+def _partner(r: Referent, pool: list[Referent], key: str, seed: int) -> Referent | None:
+    """Another dialog's referent from `pool`, with another name, neither passage naming the
+    other's referent (the first of `PARTNER_TRIES` from a hashed place), or None."""
+    start = int(stable_fraction(seed, "partner", key) * len(pool))
+    own_words, own_name = _passage_words(r.passage), content_words(r.name)
+    for i in range(min(PARTNER_TRIES, len(pool))):
+        other = pool[(start + i) % len(pool)]
+        other_name = content_words(other.name)
+        if (other.group != r.group and other_name and not other_name & own_words
+                and not own_name & _passage_words(other.passage)):
+            return other
+    return None
+
+
+def _ordered(docs: list[Document], seed: int, key: str) -> list[Document]:
+    return docs if stable_fraction(seed, "order", key) < 0.5 else docs[::-1]
+
+
+def _hard_negative(
+    r: Referent,
+    docs: list[Document],
+    pools: dict[tuple[str, frozenset[str]], list[Referent]],
+    base: str,
+    seed: int,
+) -> Example | None:
+    """The example's clear twin: after its own dialog when that resolves the pronoun, else (for
+    a gendered pronoun) alone beside a passage about someone of the other gender."""
+    history = r.pair.history[-MAX_HISTORY_MESSAGES:]
+    resolved = source_rewrites.resolved_by_history(r.pair.question, r.pair.rewrite, history)
+    other = OTHER_GENDER.get(r.pronouns)
+    if other and not resolved:
+        partner = _partner(r, pools[(split_of(r.group, seed), other)], base, seed)
+        if partner is not None:
+            return make_example(f"{base}{ONE}", "canard", "post", [user(r.pair.question)], None,
+                                "hard-negative", _ordered([r.passage, partner.passage], seed, base))
+    if resolved:
+        return make_example(f"{base}{RESOLVED}", "canard", "post",
+                            [*history, user(r.pair.question)], None, "hard-negative", docs)
+    return None

@@ -122,11 +122,13 @@ def referent_name(question: str, rewrite: str, pronoun: str) -> str | None:
     ]
     if len(spans) != 1 or len(spans[0][0]) != 1:
         return None
-    words = spans[0][1]
-    words[-1] = _EDGE.sub("", words[-1])
-    name = _EDGE.sub("", " ".join(words)) if words[-1] else ""
-    if not name or len(name.split()) > MAX_NAME_WORDS or source_rewrites.PRONOUNS & set(_norm([name])):
+    *words, last = spans[0][1]
+    last = _EDGE.sub("", last)
+    if not last:  # the last word was only punctuation or a possessive
         return None
+    name = _EDGE.sub("", " ".join([*words, last]))
+    if len(name.split()) > MAX_NAME_WORDS or _norm([name])[0] in source_rewrites.PRONOUNS:
+        return None  # too long for a name, or itself a pronoun ("him")
     return name
 
 

@@ -1,0 +1,137 @@
+"""`source_referents`: CANARD's pronoun questions over passages naming one referent or two."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from askbetter.clarifier import source_referents, source_rewrites
+from askbetter.clarifier.examples import Example, needs_clarification
+from askbetter.clarifier.source_common import assistant, split_of, user
+
+RAW = Path(__file__).parents[1] / "fixtures" / "raw"
+SEED = 13
+
+
+def _pair(i: int, pronoun: str, resolved: bool) -> source_rewrites.RewritePair:
+    """Dialog `i` about Person{i} Smith{i}; its history names them only when `resolved`."""
+    name = f"Person{i} Smith{i}"
+    answer = f"{name} joined a band." if resolved else "Joined a band in 1990."
+    history = [user("What happened first?"), assistant(answer), user("Anything else?"),
+               assistant("I don't know.")]  # fmt: skip
+    return source_rewrites.RewritePair("canard", f"g{i}", "3", history, f"When was {pronoun} born?",
+                                       f"When was {name} born?", f"{name}: Career")
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+@pytest.fixture
+def made(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Example]]:
+    pairs = [_pair(i, "he", resolved=i % 2 == 0) for i in range(40)]
+    pairs += [_pair(i, "she", resolved=False) for i in range(40, 80)]
+    monkeypatch.setattr(source_rewrites, "rewrite_pairs", lambda raw_dir: pairs)
+    monkeypatch.setattr(source_referents, "SHARE", 1.0)
+    return list(source_referents.convert(RAW, SEED))
+
+
+def _index(ex: Example) -> int:
+    return int(ex["id"].split("-")[1].removeprefix("g"))
+
+
+def _gender(i: int) -> str:
+    return "he" if i < 40 else "she"
+
+
+def _split(i: int) -> str:
+    return split_of(f"canard:g{i}", SEED)
+
+
+def _has_partner(i: int, gender: str) -> bool:
+    return any(j != i and _split(j) == _split(i) and _gender(j) == gender for j in range(80))
+
+
+def test_every_question_asks_over_two_referents_of_its_class_from_its_split(made):
+    asked = [(g, ex) for g, ex in made if ex["id"].endswith(source_referents.TWO)]
+    # every question with another of its pronoun class in its split
+    expected = [i for i in range(80) if _has_partner(i, _gender(i))]
+    assert sorted(_index(ex) for _, ex in asked) == expected
+    histories = Counter(len(ex["messages"]) > 1 for _, ex in asked)
+    assert histories[True] >= 20 and histories[False] >= 20  # alone and after another dialog
+    for group, ex in asked:
+        i = _index(ex)
+        assert group == f"canard:g{i}" and needs_clarification(ex)
+        assert (ex["setting"], ex["kind"], ex["source"]) == ("post", "ambiguous", "canard")
+        own, partner = sorted(ex["documents"], key=lambda d: d["id"] != f"canard-g{i}")
+        assert own["id"] == f"canard-g{i}" and own["title"] == f"Person{i} Smith{i}: Career"
+        j = int(partner["id"].removeprefix("canard-g"))
+        assert j != i and _gender(j) == _gender(i) and _split(j) == _split(i)
+        # the reference names both, in the order of the passages
+        names = [d["title"].split(":")[0] for d in ex["documents"]]
+        assert ex["clarification"].index(names[0]) < ex["clarification"].index(names[1])
+        # another dialog's history names neither referent nor holds a pronoun of the class
+        history = _words(" ".join(m["content"] for m in ex["messages"][:-1]))
+        assert not history & (_words(names[0]) | _words(names[1]) | {_gender(i)})
+        assert ex["messages"][-1]["content"] == f"When was {_gender(i)} born?"
+        assert "I don't know" not in own["text"] and "joined a band" in own["text"].lower()
+
+
+def test_the_clear_twin_is_the_resolving_history_else_a_passage_of_the_other_gender(made):
+    asked = {ex["id"].removesuffix(source_referents.TWO): ex for _, ex in made
+             if ex["id"].endswith(source_referents.TWO)}  # fmt: skip
+    clear = [ex for _, ex in made if not ex["id"].endswith(source_referents.TWO)]
+    # one per asked question: every one has a resolving history or a gender
+    resolved = {i for i in range(40) if i % 2 == 0}
+    expected = [i for i in map(_index, asked.values())
+                if i in resolved or _has_partner(i, "she" if i < 40 else "he")]  # fmt: skip
+    assert sorted(map(_index, clear)) == sorted(expected)
+    for ex in clear:
+        i = _index(ex)
+        assert not needs_clarification(ex)
+        assert (ex["kind"], ex["setting"]) == ("hard-negative", "post")
+        if i in resolved:
+            assert ex["id"].endswith(source_referents.RESOLVED)
+            twin = asked[ex["id"].removesuffix(source_referents.RESOLVED)]
+            assert ex["documents"] == twin["documents"]
+            assert f"Person{i} Smith{i}" in ex["messages"][1]["content"]
+        else:
+            assert ex["id"].endswith(source_referents.ONE) and len(ex["messages"]) == 1
+            others = [int(d["id"].removeprefix("canard-g")) for d in ex["documents"]]
+            assert sorted(others, key=lambda j: j != i)[0] == i
+            assert [_gender(j) for j in others if j != i] == ["she" if i < 40 else "he"]
+
+
+def test_the_share_keeps_whole_questions(monkeypatch):
+    pairs = [_pair(i, "he", resolved=True) for i in range(60)]
+    monkeypatch.setattr(source_rewrites, "rewrite_pairs", lambda raw_dir: pairs)
+
+    def made(share: float) -> set[str]:
+        monkeypatch.setattr(source_referents, "SHARE", share)
+        return {ex["id"] for _, ex in source_referents.convert(RAW, SEED)}
+
+    half, every = made(0.5), made(1.0)
+    assert half < every and 0.2 < len(half) / len(every) < 0.8
+    bases = Counter(i.removesuffix(source_referents.TWO).removesuffix(source_referents.RESOLVED)
+                    for i in half)  # fmt: skip
+    assert set(bases.values()) == {2}
+
+
+@pytest.mark.parametrize(
+    ("question", "rewrite", "pronoun", "name"),
+    [
+        ("why did he think the band lacked effort?", "why did Frank Zappa think the band lacked effort?",
+         "he", "Frank Zappa"),
+        ("Who were his parents?", "Who were Tori Amos's parents?", "his", "Tori Amos"),
+        ("Was it successful?", "Was Woodstock successful?", "it", "Woodstock"),
+        ("Who was his father?", "Who was Sammy Davis Jr.'s father?", "his", "Sammy Davis Jr"),
+        ("Did she tour?", "Did him tour?", "she", None),  # the replacement is itself a pronoun
+        ("Was his band good?", "Was the Mothers of Invention good?", "his", None),  # more than "his"
+        ("When was he born?", "When was he born in 1950?", "he", None),  # nothing replaces it
+    ],
+)  # fmt: skip
+def test_referent_name_is_what_replaces_the_pronoun(question, rewrite, pronoun, name):
+    assert source_referents.referent_name(question, rewrite, pronoun) == name

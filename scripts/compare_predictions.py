@@ -2,13 +2,16 @@
 
 `askbetter eval` reports per kind and per source; the comparisons that chose between training
 stages also need the unresolved-pronoun examples (ids ending `-alone` / `-other-dialog`) apart
-from the other underspecified ones, AmbigNQ's questions asked after another dialog apart, CANARD's hard negatives apart, and the other kinds together.
-This reads the `--predictions` files of `askbetter eval` (one per adapter, same examples) and
-prints one markdown row per file, at the threshold each adapter ran with (its `decision`) and at
-the threshold that is best on these examples (in-sample: an upper bound, not a result).
+from the other underspecified ones, AmbigNQ's questions asked after another dialog apart, CANARD's `pre` hard negatives apart, and the other kinds together.
+It also shows CANARD's pronoun questions over passages (`source_referents`): those naming two
+referents, and their clear twins. This reads the `--predictions` files of `askbetter eval` (one
+per adapter, same examples) and prints one markdown row per file, at the threshold each adapter
+ran with (its `decision`), at the threshold that is best on these examples (in-sample: an upper
+bound, not a result), and at each threshold given with `--at` (a threshold scan).
 
     askbetter eval data/dev.jsonl --no-questions --adapter runs/s6/adapter --predictions runs/s6/dev.pred.jsonl
     python scripts/compare_predictions.py shipped=runs/eval/dev.pred.jsonl s6=runs/s6/dev.pred.jsonl
+    python scripts/compare_predictions.py --at=0.5,0.65 s6=runs/s6/dev.pred.jsonl
 """
 
 import json
@@ -17,13 +20,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from askbetter.clarifier.metrics import classification, pick_threshold
+from askbetter.clarifier.source_referents import ONE, RESOLVED, TWO
 from askbetter.clarifier.source_rewrites import UNRESOLVED_SUFFIXES
 from askbetter.clarifier.source_topic_shift import SUFFIX as TOPIC_SHIFT_SUFFIX
 
 SUBSETS: dict[str, Callable[[dict], bool]] = {
     "all": lambda r: True,
     "hard-negative": lambda r: r["kind"] == "hard-negative",
-    "CANARD hard-negative": lambda r: r["kind"] == "hard-negative" and r["source"] == "canard",
+    "CANARD pre hard-negative": lambda r: (r["kind"] == "hard-negative" and r["source"] == "canard"
+                                           and r["setting"] == "pre"),
     "clear": lambda r: r["kind"] == "clear",
     "ambiguous": lambda r: r["kind"] == "ambiguous",
     "missing-fact": lambda r: r["kind"] == "missing-fact",
@@ -32,6 +37,8 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
                                        and not r["id"].endswith(UNRESOLVED_SUFFIXES)),
     "all but unresolved": lambda r: not r["id"].endswith(UNRESOLVED_SUFFIXES),
     "AmbigNQ after a dialog": lambda r: r["id"].endswith(TOPIC_SHIFT_SUFFIX),
+    "CANARD two referents": lambda r: r["id"].endswith(TWO),
+    "CANARD one referent or resolved": lambda r: r["id"].endswith((ONE, RESOLVED)),
     "pre": lambda r: r["setting"] == "pre",
     "post": lambda r: r["setting"] == "post",
 }
@@ -46,6 +53,8 @@ def _figures(rows: list[dict], decide: Callable[[dict], bool]) -> str:
 
 
 def main(args: list[str]) -> int:
+    scan = [float(t) for a in args if a.startswith("--at=") for t in a.removeprefix("--at=").split(",")]
+    args = [a for a in args if not a.startswith("--at=")]
     if not args or any("=" not in a for a in args):
         print(__doc__, file=sys.stderr)
         return 2
@@ -60,8 +69,10 @@ def main(args: list[str]) -> int:
     print("|---|" + "--:|" * len(SUBSETS))
     for name, rows in runs.items():
         best = pick_threshold([r["label"] for r in rows], [r["score"] for r in rows])
-        for label, decide in ((f"{name} (its own)", lambda r: r["decision"]),
-                              (f"{name} (best here, {best:.3f})", lambda r, t=best: r["score"] >= t)):
+        rules = [(f"{name} (its own)", lambda r: r["decision"]),
+                 (f"{name} (best here, {best:.3f})", lambda r, t=best: r["score"] >= t),
+                 *((f"{name} (at {t:.3f})", lambda r, t=t: r["score"] >= t) for t in scan)]
+        for label, decide in rules:
             cells = [_figures([r for r in rows if test(r)], decide) for test in SUBSETS.values()]
             print(f"| {label} | " + " | ".join(cells) + " |")
     return 0

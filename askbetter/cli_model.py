@@ -77,6 +77,8 @@ def add_calibrate(subparsers: Any) -> None:
     parser.add_argument("file", type=Path, metavar="FILE.jsonl", help="labelled examples, e.g. data/dev.jsonl")
     parser.add_argument("--adapter", required=True, help='"bundled" or an adapter folder (its config is updated)')
     parser.add_argument("--limit", type=int, help="use the first N examples")
+    parser.add_argument("--predictions", type=Path, metavar="OUT.jsonl",
+                        help="also write per-example scores and decisions at the new threshold")
     parser.set_defaults(handler=cmd_calibrate)
 
 
@@ -85,7 +87,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
     try:
-        record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings_from(args))
+        record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings_from(args),
+                               predictions_out=args.predictions)
     except ValueError as exc:  # an empty file, a bad --limit, --adapter none
         raise UsageError(str(exc)) from exc
     print(f"threshold {fmt_decimal(record['threshold'])} on {record['n']} examples: accuracy "

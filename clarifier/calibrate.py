@@ -4,12 +4,15 @@
 PATH` does it again for an existing adapter: after a run that stopped before its threshold was
 picked, on another device or dtype (the scores shift a little), or on a user's own labelled data.
 The threshold maximises accuracy (`metrics.pick_threshold`); the examples and the result are
-recorded under `calibration` in the adapter's `askbetter_clarifier.json`.
+recorded under `calibration` in the adapter's `askbetter_clarifier.json`. With `--predictions`,
+the per-example scores and the decisions at the new threshold are written as `askbetter eval
+--predictions` writes them, so that dev needs scoring once per adapter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +38,14 @@ def threshold_on(
         float(score(ex["messages"], check_documents(ex)))
         for ex in tqdm(examples, desc="calibrate", unit="ex", disable=not progress)
     ]
+    return threshold_for(labels, scores)
+
+
+def threshold_for(labels: Sequence[bool], scores: Sequence[float]) -> dict[str, Any]:
+    """The accuracy-maximising threshold for these scores, with the accuracy and AUC it gives."""
     threshold = pick_threshold(labels, scores)
     figures = classification(labels, [s >= threshold for s in scores], scores)
-    return {"threshold": threshold, "n": len(examples), "accuracy": figures["accuracy"],
+    return {"threshold": threshold, "n": len(labels), "accuracy": figures["accuracy"],
             "auc": figures["auc"]}
 
 
@@ -50,11 +58,18 @@ def store_threshold(adapter: Path, threshold: float, record: dict[str, Any]) -> 
 
 
 def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
-                  settings: Settings | None = None) -> dict[str, Any]:
-    """`askbetter calibrate FILE.jsonl --adapter PATH [--limit N]`: score the examples with the
-    adapter, store the accuracy-maximising threshold with it, and return the record."""
+                  settings: Settings | None = None, predictions_out: Path | None = None) -> dict[str, Any]:
+    """`askbetter calibrate FILE.jsonl --adapter PATH [--limit N] [--predictions OUT.jsonl]`:
+    score the examples with the adapter, store the accuracy-maximising threshold with it (and
+    write the predictions at that threshold), and return the record."""
     from askbetter.clarifier.assets import resolve_adapter
-    from askbetter.clarifier.evaluate import load_examples, local_clarifier, resolve_settings
+    from askbetter.clarifier.evaluate import (
+        load_examples,
+        local_clarifier,
+        predict,
+        resolve_settings,
+        write_predictions,
+    )
 
     folder = resolve_adapter(adapter)
     if folder is None:
@@ -62,7 +77,11 @@ def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
     examples = load_examples(path, limit)
     settings = resolve_settings(settings, None)
     clarifier = local_clarifier(settings, adapter=str(folder), prompt_style=None)
-    record = {"file": str(path), **threshold_on(examples, clarifier.score),
-              "device": settings.device, "dtype": settings.dtype}
+    predictions = predict(examples, clarifier, generate_questions=False, desc="calibrate")
+    picked = threshold_for([p.label for p in predictions], [p.score for p in predictions])
+    record = {"file": str(path), **picked, "device": settings.device, "dtype": settings.dtype}
     store_threshold(folder, record["threshold"], record)
+    if predictions_out is not None:
+        write_predictions(predictions_out, [replace(p, decision=p.score >= record["threshold"])
+                                            for p in predictions])
     return record

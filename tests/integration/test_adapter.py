@@ -44,8 +44,14 @@ def test_calibrate_stores_a_threshold_at_least_as_accurate_as_the_shipped_one(tm
     shutil.copytree(BUNDLED_ADAPTER_DIR, adapter)
     rows = [json.loads(line) for line in RECORDED.read_text().splitlines()]
     shipped = sum(r["recorded"]["needs_clarification"] == (r["clarification"] is not None) for r in rows) / len(rows)
-    assert main(["calibrate", str(RECORDED), "--adapter", str(adapter)]) == 0
+    predictions = tmp_path / "pred.jsonl"
+    assert main(["calibrate", str(RECORDED), "--adapter", str(adapter), "--predictions", str(predictions)]) == 0
     config = json.loads((adapter / CLARIFIER_CONFIG).read_text())
+    written = [json.loads(line) for line in predictions.read_text().splitlines()]
+    assert [p["id"] for p in written] == [r["id"] for r in rows]
+    for p, r in zip(written, rows, strict=True):
+        assert p["score"] == pytest.approx(r["recorded"]["score"], abs=0.1), p["id"]
+        assert p["decision"] == (p["score"] >= config["threshold"]) and p["question"] is None
     assert config["calibration"]["n"] == len(rows) and config["calibration"]["file"] == str(RECORDED)
     assert config["threshold"] == config["calibration"]["threshold"]
     assert config["calibration"]["accuracy"] >= shipped

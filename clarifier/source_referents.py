@@ -54,7 +54,7 @@ TEMPLATES = (
 _HE, _SHE = pronoun_class("he")[0], pronoun_class("she")[0]
 OTHER_GENDER = {_HE: _SHE, _SHE: _HE}
 # of the questions with a named referent: uncapped by the build (a capped source's share of the
-# total would leave too little room for the others), so sized here: 1,225 examples after balancing
+# total would leave too little room for the others), so sized here: 1,219 examples after balancing
 SHARE = 0.4
 AFTER_DIALOG_SHARE = 0.5  # of ambiguous examples asked after another dialog rather than alone
 MAX_NAME_WORDS = 6

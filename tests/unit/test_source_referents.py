@@ -135,3 +135,15 @@ def test_the_share_keeps_whole_questions(monkeypatch):
 )  # fmt: skip
 def test_referent_name_is_what_replaces_the_pronoun(question, rewrite, pronoun, name):
     assert source_referents.referent_name(question, rewrite, pronoun) == name
+
+
+def test_the_fixture_slice_pairs_two_canard_dialogs_by_their_articles(monkeypatch):
+    monkeypatch.setattr(source_referents, "SHARE", 1.0)
+    asked = {ex["id"]: ex for _, ex in source_referents.convert(RAW, SEED)}
+    zappa = asked["canard-C_2d211835213b45588ad5ca868ce7fabd_0-6" + source_referents.TWO]
+    titles = sorted(d["title"] for d in zappa["documents"])
+    assert titles[0] == "Frank Zappa: Disbandment" and titles[1].startswith("Walter Scott: ")
+    assert "Frank Zappa" in zappa["clarification"] and "Walter Scott" in zappa["clarification"]
+    assert zappa["messages"][-1]["content"] == "why did he think the band lacked effort?"
+    scott = [ex for i, ex in asked.items() if "C_11d26dd9b54845759b10bef5895fc901_1" in i]
+    assert scott and all("Frank Zappa" in ex["clarification"] for ex in scott)

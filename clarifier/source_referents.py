@@ -72,9 +72,13 @@ class Referent:
     pair: RewritePair
     group: str
     pronoun: str
-    pronouns: frozenset[str]  # the pronoun's class: who or what it can stand for
     name: str
     passage: Document
+
+    @property
+    def pronouns(self) -> frozenset[str]:
+        """The pronoun's class: who or what it can stand for."""
+        return pronoun_class(self.pronoun)[0]
 
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
@@ -160,7 +164,7 @@ def _referent(pair: RewritePair, passages: dict[str, Document]) -> Referent | No
     name = referent_name(pair.question, pair.rewrite, pronoun)
     if name is None or not content_words(name) <= _passage_words(passage):
         return None
-    return Referent(pair, f"canard:{pair.group}", pronoun, pronoun_class(pronoun)[0], name, passage)
+    return Referent(pair, f"canard:{pair.group}", pronoun, name, passage)
 
 
 def _passage_words(passage: Document) -> set[str]:

@@ -8,13 +8,17 @@ clear; questions whose annotators disagree are skipped.
 answer: two readings' passages -> clarify (the reference names those two readings); one reading's
 passage beside a passage from another question -> hard negative (kind (d): ambiguous-looking, but
 the documents support one reading); a single-answer question's passage beside another question's
-passage -> clear. Every post example has two documents, so their number tells nothing.
+passage -> clear. Every post example has two documents, so their number tells nothing. The other
+question is on a related topic where one exists (`related_distractors`): it shares words with the
+question but neither has the other's rarest word ("who played danny in grease" for "who played rizzo in grease"),
+so that, as with retrieved passages, being on topic does not make a second passage a second reading.
 Grouped by question.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,7 @@ from askbetter.clarifier.source_common import (
     rng_for,
     user,
 )
+from askbetter.clarifier.source_rewrites import content_words
 from askbetter.clarifier.types import Document
 
 SOURCE = "ambignq"
@@ -38,6 +43,8 @@ FILES = ("train_light.json", "dev_light.json")
 MAX_READINGS = 3
 MAX_PHRASE_WORDS = 6
 MAX_CLARIFICATION_CHARS = 200
+# words in more questions than this mark no topic (and would make the related-question search slow)
+MAX_TOPIC_WORD_QUESTIONS = 200
 _LOWER_FIRST = {
     "who", "what", "when", "where", "which", "why", "how", "whose", "whom", "is", "are", "was",
     "were", "do", "does", "did", "in", "on", "the", "a", "an", "can", "has", "have", "will",
@@ -56,10 +63,11 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
             parsed.append(_parse(record, f"{path} question {i}"))
     questions = [p for p in parsed if p is not None]
     pool = [_passage(*readings[0]) for _, _, readings in questions]
-    for qid, question, readings in questions:
+    related = related_distractors([question for _, question, _ in questions], seed)
+    for k, (qid, question, readings) in enumerate(questions):
         group = f"{SOURCE}:{qid}"
         rng = rng_for(seed, SOURCE, qid)
-        distractor = pool[rng.randrange(len(pool))]
+        distractor = pool[related[k]] if related[k] is not None else pool[rng.randrange(len(pool))]
         while distractor == _passage(*readings[0]):  # never the question's own passage
             distractor = pool[rng.randrange(len(pool))]
         base = f"{SOURCE}-{qid}"
@@ -81,6 +89,33 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         yield group, make_example(
             f"{base}-one-reading-post", SOURCE, "post", messages, None, "hard-negative", docs
         )
+
+
+def related_distractors(questions: list[str], seed: int) -> list[int | None]:
+    """Per question, the index of another question on a related topic, or None: the one sharing
+    the most content words among those where neither question has the other's rarest word (its
+    likeliest topic entity: a question with it could be a paraphrase, whose passage would be a
+    second reading). Ties are broken by a hash; words in over `MAX_TOPIC_WORD_QUESTIONS`
+    questions do not count."""
+    words = [content_words(q) for q in questions]
+    postings: dict[str, list[int]] = defaultdict(list)
+    for k, ws in enumerate(words):
+        for w in ws:
+            postings[w].append(k)
+    rarest = [min(ws, key=lambda w: (len(postings[w]), w)) if ws else "" for ws in words]
+    related: list[int | None] = []
+    for k, ws in enumerate(words):
+        shared = Counter(
+            j for w in ws if len(postings[w]) <= MAX_TOPIC_WORD_QUESTIONS
+            for j in postings[w] if rarest[k] not in words[j] and rarest[j] not in ws
+        )  # fmt: skip
+        if not shared:
+            related.append(None)
+            continue
+        most = max(shared.values())
+        best = sorted(j for j, n in shared.items() if n == most)
+        related.append(best[rng_for(seed, SOURCE, "related", k).randrange(len(best))])
+    return related
 
 
 def _parse(record: dict[str, Any], where: str) -> tuple[str, str, list[Reading]] | None:

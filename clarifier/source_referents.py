@@ -4,7 +4,8 @@ The passages decide these `post` examples, as in the IBM request fixture where "
 her" comes with documents on several women. For a CANARD question whose pronoun the rewrite
 replaces with a name ("why did he think the band lacked effort?" -> "Frank Zappa"), each dialog
 gives a passage: its Wikipedia article and section as the title, the answers (spans of that
-section) as the text. Then, per question:
+section) as the text; for half of the dialogs (`TITLE_IN_TEXT_SHARE`) the title is instead the
+text's first line, as in documents retrieved from web pages. Then, per question:
 
 - **ambiguous** (`-two-referents`, clarify): the question alone or after another dialog that
   names neither referent, with its own passage and one of another dialog whose referent has the
@@ -56,6 +57,7 @@ OTHER_GENDER = {_HE: _SHE, _SHE: _HE}
 # of the questions with a named referent: uncapped by the build (a capped source's share of the
 # total would leave too little room for the others), so sized here: 1,219 examples after balancing
 SHARE = 0.4
+TITLE_IN_TEXT_SHARE = 0.5  # of passages whose title is the first line of their text
 AFTER_DIALOG_SHARE = 0.5  # of ambiguous examples asked after another dialog rather than alone
 MAX_NAME_WORDS = 6
 PARTNER_TRIES = 20
@@ -85,7 +87,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (CANARD dialog group, example): for a `SHARE` of the questions with a named
     referent, an ambiguous `post` example over two referents' passages and a hard negative."""
     pairs = [p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset == "canard"]
-    passages = _passages(pairs)
+    passages = _passages(pairs, seed)
     histories = source_rewrites.histories_by_split(pairs, seed)
     referents = [r for p in pairs if (r := _referent(p, passages)) is not None]
     pools: dict[tuple[str, frozenset[str]], list[Referent]] = defaultdict(list)
@@ -140,8 +142,9 @@ def _norm(tokens: list[str]) -> list[str]:
     return [re.sub(r"\W", "", t.lower()) for t in tokens]
 
 
-def _passages(pairs: list[RewritePair]) -> dict[str, Document]:
-    """Per dialog, its title and the answers of its longest history as one passage."""
+def _passages(pairs: list[RewritePair], seed: int) -> dict[str, Document]:
+    """Per dialog, its title and the answers of its longest history as one passage (for a
+    `TITLE_IN_TEXT_SHARE` of dialogs, the title as the text's first line)."""
     longest: dict[str, RewritePair] = {}
     for p in pairs:
         if len(p.history) >= len(longest.get(p.group, p).history):
@@ -150,7 +153,11 @@ def _passages(pairs: list[RewritePair]) -> dict[str, Document]:
     for group, p in longest.items():
         answers = [m["content"] for m in p.history if m["role"] == "assistant"]
         text = " ".join(a for a in answers if a != NO_ANSWER)
-        if text:
+        if not text:
+            continue
+        if p.title and stable_fraction(seed, "title-in-text", group) < TITLE_IN_TEXT_SHARE:
+            passages[group] = document(f"canard-{group}", f"{p.title}\n{text}")
+        else:
             passages[group] = document(f"canard-{group}", text, p.title or None)
     return passages
 

@@ -211,6 +211,16 @@ def test_hard_negative_d_ambignq_passages_support_one_reading():
         assert len(shared) == 1 and len(ex["documents"]) == len(both["documents"]) == 2
 
 
+def test_ambignq_distractors_are_related_questions_without_each_others_rarest_word():
+    related = source_ambignq.related_distractors(
+        ["Who played Rizzo in Grease?", "Who played Danny in Grease?",
+         "Who played Rizzo in the Grease film?", "What is the capital of France?"], seed=13,
+    )  # fmt: skip
+    # Danny's question is on topic; the other Rizzo question could be a second reading of it
+    assert related[0] == 1 and related[2] == 1
+    assert related[1] in (0, 2) and related[3] is None
+
+
 def test_hard_negative_e_rewrites_resolved_by_the_history():
     pairs = converted(source_rewrites)
     hard = [ex for _, ex in pairs if ex["kind"] == "hard-negative"]

@@ -39,6 +39,11 @@ def made(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Example]]:
     return list(source_referents.convert(RAW, SEED))
 
 
+def _title(doc: dict) -> str:
+    """A passage's title: its field, or else its text's first line."""
+    return doc.get("title") or doc["text"].split("\n")[0]
+
+
 def _index(ex: Example) -> int:
     return int(ex["id"].split("-")[1].removeprefix("g"))
 
@@ -67,17 +72,27 @@ def test_every_question_asks_over_two_referents_of_its_class_from_its_split(made
         assert group == f"canard:g{i}" and needs_clarification(ex)
         assert (ex["setting"], ex["kind"], ex["source"]) == ("post", "ambiguous", "canard")
         own, partner = sorted(ex["documents"], key=lambda d: d["id"] != f"canard-g{i}")
-        assert own["id"] == f"canard-g{i}" and own["title"] == f"Person{i} Smith{i}: Career"
+        assert own["id"] == f"canard-g{i}" and _title(own) == f"Person{i} Smith{i}: Career"
         j = int(partner["id"].removeprefix("canard-g"))
         assert j != i and _gender(j) == _gender(i) and _split(j) == _split(i)
         # the reference names both, in the order of the passages
-        names = [d["title"].split(":")[0] for d in ex["documents"]]
+        names = [_title(d).split(":")[0] for d in ex["documents"]]
         assert ex["clarification"].index(names[0]) < ex["clarification"].index(names[1])
         # another dialog's history names neither referent nor holds a pronoun of the class
         history = _words(" ".join(m["content"] for m in ex["messages"][:-1]))
         assert not history & (_words(names[0]) | _words(names[1]) | {_gender(i)})
         assert ex["messages"][-1]["content"] == f"When was {_gender(i)} born?"
         assert "I don't know" not in own["text"] and "joined a band" in own["text"].lower()
+
+
+def test_half_the_passages_carry_their_title_as_the_first_line_of_their_text(made):
+    passages = {d["id"]: d for _, ex in made for d in ex["documents"]}
+    in_text = [d for d in passages.values() if "title" not in d]
+    assert 0.3 < len(in_text) / len(passages) < 0.7
+    for d in passages.values():
+        first, *rest = d["text"].split("\n")
+        i = int(d["id"].removeprefix("canard-g"))
+        assert _title(d) == f"Person{i} Smith{i}: Career" and bool(rest) == ("title" not in d)
 
 
 def test_the_clear_twin_is_the_resolving_history_else_a_passage_of_the_other_gender(made):
@@ -141,7 +156,7 @@ def test_the_fixture_slice_pairs_two_canard_dialogs_by_their_articles(monkeypatc
     monkeypatch.setattr(source_referents, "SHARE", 1.0)
     asked = {ex["id"]: ex for _, ex in source_referents.convert(RAW, SEED)}
     zappa = asked["canard-C_2d211835213b45588ad5ca868ce7fabd_0-6" + source_referents.TWO]
-    titles = sorted(d["title"] for d in zappa["documents"])
+    titles = sorted(map(_title, zappa["documents"]))
     assert titles[0] == "Frank Zappa: Disbandment" and titles[1].startswith("Walter Scott: ")
     assert "Frank Zappa" in zappa["clarification"] and "Walter Scott" in zappa["clarification"]
     assert zappa["messages"][-1]["content"] == "why did he think the band lacked effort?"

@@ -27,6 +27,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from askbetter.clarifier import source_rewrites
@@ -81,6 +82,11 @@ class Referent:
     def pronouns(self) -> frozenset[str]:
         """The pronoun's class: who or what it can stand for."""
         return pronoun_class(self.pronoun)[0]
+
+    @cached_property
+    def passage_words(self) -> set[str]:
+        """The content words of the passage, title included."""
+        return content_words(f"{self.passage.get('title', '')} {self.passage['text']}")
 
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
@@ -169,25 +175,22 @@ def _referent(pair: RewritePair, passages: dict[str, Document]) -> Referent | No
     if pronoun is None or passage is None:
         return None
     name = referent_name(pair.question, pair.rewrite, pronoun)
-    if name is None or not content_words(name) <= _passage_words(passage):
+    if name is None:
         return None
-    return Referent(pair, f"canard:{pair.group}", pronoun, name, passage)
-
-
-def _passage_words(passage: Document) -> set[str]:
-    return content_words(f"{passage.get('title', '')} {passage['text']}")
+    referent = Referent(pair, f"canard:{pair.group}", pronoun, name, passage)
+    return referent if content_words(name) <= referent.passage_words else None
 
 
 def _partner(r: Referent, pool: list[Referent], key: str, seed: int) -> Referent | None:
     """Another dialog's referent from `pool`, with another name, neither passage naming the
     other's referent (the first of `PARTNER_TRIES` from a hashed place), or None."""
     start = int(stable_fraction(seed, "partner", key) * len(pool))
-    own_words, own_name = _passage_words(r.passage), content_words(r.name)
+    own_name = content_words(r.name)
     for i in range(min(PARTNER_TRIES, len(pool))):
         other = pool[(start + i) % len(pool)]
         other_name = content_words(other.name)
-        if (other.group != r.group and other_name and not other_name & own_words
-                and not own_name & _passage_words(other.passage)):
+        if (other.group != r.group and other_name and not other_name & r.passage_words
+                and not own_name & other.passage_words):
             return other
     return None
 

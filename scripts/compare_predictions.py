@@ -1,8 +1,10 @@
 """Compare adapters on one labelled file, per kind and on the unresolved-pronoun subset.
 
 `askbetter eval` reports per kind and per source; the comparisons that chose between training
-stages also need the unresolved-pronoun examples (ids ending `-alone` / `-other-dialog`) apart
-from the other underspecified ones, AmbigNQ's questions asked after another dialog apart, CANARD's `pre` hard negatives apart, and the other kinds together.
+stages also need apart: the unresolved-pronoun examples (ids ending `-alone` / `-other-dialog`)
+and the other underspecified ones, AmbigNQ's questions asked after another dialog, AmbigNQ's
+`post` examples (whose distractor passages come from related questions since session 10),
+CANARD's `pre` hard negatives, and the other kinds together.
 It also shows CANARD's pronoun questions over passages (`source_referents`): those naming two
 referents, and their clear twins. This reads the `--predictions` files of `askbetter eval` (one
 per adapter, same examples) and prints one markdown row per file, at the threshold each adapter
@@ -37,6 +39,7 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
                                        and not r["id"].endswith(UNRESOLVED_SUFFIXES)),
     "all but unresolved": lambda r: not r["id"].endswith(UNRESOLVED_SUFFIXES),
     "AmbigNQ after a dialog": lambda r: r["id"].endswith(TOPIC_SHIFT_SUFFIX),
+    "AmbigNQ post": lambda r: r["source"] == "ambignq" and r["setting"] == "post",
     "CANARD two referents": lambda r: r["id"].endswith(TWO),
     "CANARD one referent or resolved": lambda r: r["id"].endswith((ONE, RESOLVED)),
     "pre": lambda r: r["setting"] == "pre",

@@ -10,8 +10,9 @@ passage beside a passage from another question -> hard negative (kind (d): ambig
 the documents support one reading); a single-answer question's passage beside another question's
 passage -> clear. Every post example has two documents, so their number tells nothing. The other
 question is on a related topic where one exists (`related_distractors`): it shares words with the
-question but neither has the other's rarest word ("who played danny in grease" for "who played rizzo in grease"),
-so that, as with retrieved passages, being on topic does not make a second passage a second reading.
+question but neither has the other's rarest word ("who played danny in grease" for "who played
+rizzo in grease"), so that, as with retrieved passages, being on topic does not make a second
+passage a second reading.
 Grouped by question.
 """
 

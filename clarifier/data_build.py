@@ -3,8 +3,9 @@
 Each converter of `SOURCES` turns one dataset into `(group, example)` pairs; `source_rewrites`
 serves two, over three datasets (questions their history resolves, and the same questions with
 their pronoun left unresolved); `source_topic_shift` asks some of AmbigNQ's questions again after
-another dialog; `source_referents` sets CANARD's pronoun questions over passages that name one
-referent or two. The build then
+another dialog; `source_referents` sets CANARD's pronoun questions over passages that name
+two referents, `source_followups` its follow-ups that their dialog settles over passages. The
+build then
 1. drops examples whose input repeats an earlier one (same setting, messages and documents),
    and all of them when they disagree on the label;
 2. balances each source and setting: `NEGATIVES_PER_CLARIFY` negatives per clarify example,
@@ -36,6 +37,7 @@ from tqdm import tqdm
 from askbetter.clarifier import (
     source_abg_coqa,
     source_ambignq,
+    source_followups,
     source_or_sharc,
     source_pacific,
     source_referents,
@@ -77,6 +79,7 @@ SOURCES = (
     Source("unresolved", source_rewrites.FOLDERS, source_rewrites.convert_unresolved, False),
     Source("topic-shift", source_topic_shift.FOLDERS, source_topic_shift.convert, False),
     Source("referents", source_referents.FOLDERS, source_referents.convert, False),
+    Source("followups", source_followups.FOLDERS, source_followups.convert, False),
 )
 
 ALL_FOLDERS = tuple(dict.fromkeys(f for s in SOURCES for f in s.folders))

@@ -11,11 +11,10 @@ text's first line, as in documents retrieved from web pages. Then, per question:
   names neither referent, with its own passage and one of another dialog whose referent has the
   same pronoun class ("he": another man) and is not named in the first passage. Both readings
   are on screen; the reference question names them ("Do you mean Frank Zappa or Miles Davis?").
-- **hard negative**, at most one per question, clear:
-  - `-history-resolves`: the same question and passages after its own dialog, when that names
-    the referent (`source_rewrites.resolved_by_history`): the conversation settles it.
-  - `-one-referent`, otherwise ("he"/"she" questions only): the question alone with its own
-    passage and one about a referent of the other gender: the passages support one reading.
+- **hard negative** (`-history-resolves`, clear), when its own dialog names the referent
+  (`source_rewrites.resolved_by_history`): the same question and passages after that dialog; the
+  conversation settles it. (Session 11 dropped the twin that set the question alone beside a
+  passage about someone of the other gender: its only cue, a name's gender, stayed near 40%.)
 
 Grouped by dialog, both passages from dialogs of the example's split.
 """
@@ -31,7 +30,6 @@ from functools import cached_property
 from pathlib import Path
 
 from askbetter.clarifier import source_rewrites
-from askbetter.clarifier.examples import Example
 from askbetter.clarifier.source_common import (
     MAX_HISTORY_MESSAGES,
     Converted,
@@ -52,18 +50,15 @@ TEMPLATES = (
     "Are you asking about {a} or {b}?",
     "Which one do you mean: {a} or {b}?",
 )
-# the pronoun classes whose referents are people of one gender, each with the other's
-_HE, _SHE = pronoun_class("he")[0], pronoun_class("she")[0]
-OTHER_GENDER = {_HE: _SHE, _SHE: _HE}
 # of the questions with a named referent: uncapped by the build (a capped source's share of the
-# total would leave too little room for the others), so sized here: 1,219 examples after balancing
+# total would leave too little room for the others), so sized here: 800 examples after balancing
 SHARE = 0.4
 TITLE_IN_TEXT_SHARE = 0.5  # of passages whose title is the first line of their text
 AFTER_DIALOG_SHARE = 0.5  # of ambiguous examples asked after another dialog rather than alone
 MAX_NAME_WORDS = 6
 PARTNER_TRIES = 20
 NO_ANSWER = "I don't know."  # CANARD's stand-in for QuAC's CANNOTANSWER
-TWO, RESOLVED, ONE = "-two-referents", "-history-resolves", "-one-referent"
+TWO, RESOLVED = "-two-referents", "-history-resolves"
 _TOKEN = re.compile(r"\S+")
 _EDGE = re.compile(r"^[\W_]+|(?:['’]s?)?[\W_]*$")
 
@@ -91,9 +86,10 @@ class Referent:
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (CANARD dialog group, example): for a `SHARE` of the questions with a named
-    referent, an ambiguous `post` example over two referents' passages and a hard negative."""
+    referent, an ambiguous `post` example over two referents' passages and, when its own dialog
+    names the referent, a hard negative."""
     pairs = [p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset == "canard"]
-    passages = _passages(pairs, seed)
+    passages = dialog_passages(pairs, seed)
     histories = source_rewrites.histories_by_split(pairs, seed)
     referents = [r for p in pairs if (r := _referent(p, passages)) is not None]
     pools: dict[tuple[str, frozenset[str]], list[Referent]] = defaultdict(list)
@@ -106,7 +102,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         partner = _partner(r, pools[(split_of(r.group, seed), r.pronouns)], base, seed)
         if partner is None:
             continue
-        docs = _ordered([r.passage, partner.passage], seed, base)
+        docs = ordered([r.passage, partner.passage], seed, base)
         names = [r.name, partner.name] if docs[0] is r.passage else [partner.name, r.name]
         template = TEMPLATES[int(stable_fraction(seed, "template", base) * len(TEMPLATES))]
         ask = template.format(a=names[0], b=names[1], pronoun=r.pronoun)
@@ -117,9 +113,11 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         question = [*(history or []), user(r.pair.question)]
         yield r.group, make_example(f"{base}{TWO}", "canard", "post", question, ask, "ambiguous",
                                     docs)
-        negative = _hard_negative(r, docs, pools, base, seed)
-        if negative is not None:
-            yield r.group, negative
+        history = r.pair.history[-MAX_HISTORY_MESSAGES:]
+        if source_rewrites.resolved_by_history(r.pair.question, r.pair.rewrite, history):
+            yield r.group, make_example(f"{base}{RESOLVED}", "canard", "post",
+                                        [*history, user(r.pair.question)], None, "hard-negative",
+                                        docs)  # fmt: skip
 
 
 def referent_name(question: str, rewrite: str, pronoun: str) -> str | None:
@@ -148,7 +146,7 @@ def _norm(tokens: list[str]) -> list[str]:
     return [re.sub(r"\W", "", t.lower()) for t in tokens]
 
 
-def _passages(pairs: list[RewritePair], seed: int) -> dict[str, Document]:
+def dialog_passages(pairs: list[RewritePair], seed: int) -> dict[str, Document]:
     """Per dialog, its title and the answers of its longest history as one passage (for a
     `TITLE_IN_TEXT_SHARE` of dialogs, the title as the text's first line)."""
     longest: dict[str, RewritePair] = {}
@@ -195,28 +193,7 @@ def _partner(r: Referent, pool: list[Referent], key: str, seed: int) -> Referent
     return None
 
 
-def _ordered(docs: list[Document], seed: int, key: str) -> list[Document]:
+def ordered(docs: list[Document], seed: int, key: str) -> list[Document]:
+    """`docs` as they are or reversed, by a hash of `key`."""
     return docs if stable_fraction(seed, "order", key) < 0.5 else docs[::-1]
 
-
-def _hard_negative(
-    r: Referent,
-    docs: list[Document],
-    pools: dict[tuple[str, frozenset[str]], list[Referent]],
-    base: str,
-    seed: int,
-) -> Example | None:
-    """The example's clear twin: after its own dialog when that resolves the pronoun, else (for
-    a gendered pronoun) alone beside a passage about someone of the other gender."""
-    history = r.pair.history[-MAX_HISTORY_MESSAGES:]
-    resolved = source_rewrites.resolved_by_history(r.pair.question, r.pair.rewrite, history)
-    other = OTHER_GENDER.get(r.pronouns)
-    if other and not resolved:
-        partner = _partner(r, pools[(split_of(r.group, seed), other)], base, seed)
-        if partner is not None:
-            return make_example(f"{base}{ONE}", "canard", "post", [user(r.pair.question)], None,
-                                "hard-negative", _ordered([r.passage, partner.passage], seed, base))
-    if resolved:
-        return make_example(f"{base}{RESOLVED}", "canard", "post",
-                            [*history, user(r.pair.question)], None, "hard-negative", docs)
-    return None

@@ -130,7 +130,7 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         same_class, _ = pronoun_class(pronoun)
         # a history that names the referent, or holds a pronoun of the same class (which a
         # reader would take the question's pronoun to repeat), could resolve it
-        referents = _added_words(pair.question, pair.rewrite) | same_class
+        referents = added_words(pair.question, pair.rewrite) | same_class
         yield group, make_example(f"{base}{ALONE}", pair.dataset, "pre", [user(pair.question)],
                                   ask, "underspecified")
         history = other_dialog(histories, group, base, referents, seed)
@@ -174,7 +174,7 @@ def other_dialog(
 def unresolved_pronoun(question: str, rewrite: str) -> str | None:
     """The first pronoun of `question` that `rewrite` drops while adding content words (so the
     pronoun stands for something only the context names), else None."""
-    if not _added_words(question, rewrite):
+    if not added_words(question, rewrite):
         return None
     kept = set(_WORD.findall(rewrite.lower()))
     asked = _WORD.findall(question.lower())
@@ -195,11 +195,11 @@ def pronoun_class(pronoun: str) -> tuple[frozenset[str], str]:
 def resolved_by_history(question: str, rewrite: str, history: list[Message]) -> bool:
     """True when the rewrite adds content words to the question and the history holds them all:
     the question depends on context, and the context settles it."""
-    added = _added_words(question, rewrite)
+    added = added_words(question, rewrite)
     return bool(added) and added <= _words(history)
 
 
-def _added_words(question: str, rewrite: str) -> set[str]:
+def added_words(question: str, rewrite: str) -> set[str]:
     """The content words the rewrite adds to the question: what the context had to supply."""
     return content_words(rewrite) - content_words(question)
 

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from askbetter.clarifier.metrics import classification, pick_threshold
-from askbetter.clarifier.source_referents import ONE, RESOLVED, TWO
+from askbetter.clarifier.source_followups import SUFFIX as FOLLOWUP_SUFFIX
+from askbetter.clarifier.source_referents import RESOLVED, TWO
 from askbetter.clarifier.source_rewrites import UNRESOLVED_SUFFIXES
 from askbetter.clarifier.source_topic_shift import SUFFIX as TOPIC_SHIFT_SUFFIX
 
@@ -41,7 +42,8 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
     "AmbigNQ after a dialog": lambda r: r["id"].endswith(TOPIC_SHIFT_SUFFIX),
     "AmbigNQ post": lambda r: r["source"] == "ambignq" and r["setting"] == "post",
     "CANARD two referents": lambda r: r["id"].endswith(TWO),
-    "CANARD one referent or resolved": lambda r: r["id"].endswith((ONE, RESOLVED)),
+    "CANARD referent resolved": lambda r: r["id"].endswith(RESOLVED),
+    "CANARD follow-ups over passages": lambda r: r["id"].endswith(FOLLOWUP_SUFFIX),
     "pre": lambda r: r["setting"] == "pre",
     "post": lambda r: r["setting"] == "post",
 }
@@ -50,13 +52,15 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
 def _figures(rows: list[dict], decide: Callable[[dict], bool]) -> str:
     if not rows:
         return "-"
-    f = classification([r["label"] for r in rows], [decide(r) for r in rows], [r["score"] for r in rows])
+    labels, scores = [r["label"] for r in rows], [r["score"] for r in rows]
+    f = classification(labels, [decide(r) for r in rows], scores)
     auc = f" / {f['auc']:.3f}" if f["auc"] is not None else ""
     return f"{100 * f['accuracy']:.1f}%{auc}"
 
 
 def main(args: list[str]) -> int:
-    scan = [float(t) for a in args if a.startswith("--at=") for t in a.removeprefix("--at=").split(",")]
+    scan = [float(t) for a in args if a.startswith("--at=")
+            for t in a.removeprefix("--at=").split(",")]  # fmt: skip
     args = [a for a in args if not a.startswith("--at=")]
     if not args or any("=" not in a for a in args):
         print(__doc__, file=sys.stderr)

@@ -95,29 +95,21 @@ def test_half_the_passages_carry_their_title_as_the_first_line_of_their_text(mad
         assert _title(d) == f"Person{i} Smith{i}: Career" and bool(rest) == ("title" not in d)
 
 
-def test_the_clear_twin_is_the_resolving_history_else_a_passage_of_the_other_gender(made):
+def test_the_clear_twin_is_the_question_after_the_history_that_names_the_referent(made):
     asked = {ex["id"].removesuffix(source_referents.TWO): ex for _, ex in made
              if ex["id"].endswith(source_referents.TWO)}  # fmt: skip
     clear = [ex for _, ex in made if not ex["id"].endswith(source_referents.TWO)]
-    # one per asked question: every one has a resolving history or a gender
-    resolved = {i for i in range(40) if i % 2 == 0}
-    expected = [i for i in map(_index, asked.values())
-                if i in resolved or _has_partner(i, "she" if i < 40 else "he")]  # fmt: skip
-    assert sorted(map(_index, clear)) == sorted(expected)
+    # one per asked question whose own history names the referent (the even "he" dialogs)
+    expected = [i for i in map(_index, asked.values()) if i < 40 and i % 2 == 0]
+    assert sorted(map(_index, clear)) == sorted(expected) and expected
     for ex in clear:
         i = _index(ex)
-        assert not needs_clarification(ex)
+        assert not needs_clarification(ex) and ex["id"].endswith(source_referents.RESOLVED)
         assert (ex["kind"], ex["setting"]) == ("hard-negative", "post")
-        if i in resolved:
-            assert ex["id"].endswith(source_referents.RESOLVED)
-            twin = asked[ex["id"].removesuffix(source_referents.RESOLVED)]
-            assert ex["documents"] == twin["documents"]
-            assert f"Person{i} Smith{i}" in ex["messages"][1]["content"]
-        else:
-            assert ex["id"].endswith(source_referents.ONE) and len(ex["messages"]) == 1
-            others = [int(d["id"].removeprefix("canard-g")) for d in ex["documents"]]
-            assert sorted(others, key=lambda j: j != i)[0] == i
-            assert [_gender(j) for j in others if j != i] == ["she" if i < 40 else "he"]
+        twin = asked[ex["id"].removesuffix(source_referents.RESOLVED)]
+        assert ex["documents"] == twin["documents"]
+        assert f"Person{i} Smith{i}" in ex["messages"][1]["content"]
+        assert ex["messages"][-1] == twin["messages"][-1]
 
 
 def test_the_share_keeps_whole_questions(monkeypatch):

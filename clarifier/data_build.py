@@ -84,7 +84,7 @@ SOURCES = (
 
 ALL_FOLDERS = tuple(dict.fromkeys(f for s in SOURCES for f in s.folders))
 CountKey = tuple[str, str, str, str, str]  # split, source, setting, kind, label
-Stratum = tuple[str, str, bool, bool]  # source, setting, needs clarification, has a history
+Stratum = tuple[str, str, bool | str, bool]  # source, setting, label or kind, has a history
 
 
 class Item(NamedTuple):
@@ -265,10 +265,12 @@ def share_limits(sizes: dict[str, int], shares: dict[str, float]) -> dict[str, i
     return {name: int(binding[name] * total) if name in binding else n for name, n in sizes.items()}
 
 
-def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: float = 1.0) -> list[Example]:
+def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: float = 1.0,
+                    by_kind: bool = False) -> list[Example]:
     """A sample of `n` examples stratified by (source, setting, label, whether the judged turn has
     a history, so that a source's few turns after a dialog are not drowned by its many opening
-    ones, see `source_topic_shift`): each stratum gets a share
+    ones, see `source_topic_shift`), with the label split into kinds when `by_kind` (so that a
+    source's clear questions are not drowned by its hard negatives): each stratum gets a share
     in proportion to its size to the `power` (1: proportional; 0.5: small strata get more than
     their share, large ones less; 0: equal), largest remainders, at least one each while `n`
     allows, never more than it has. Members are chosen by a hash of the seed and id; returned in a
@@ -278,7 +280,8 @@ def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: floa
     else:
         strata: dict[Stratum, list[Example]] = defaultdict(list)
         for ex in examples:
-            key = (ex["source"], ex["setting"], needs_clarification(ex), len(ex["messages"]) > 1)
+            kind = ex["kind"] if by_kind else needs_clarification(ex)
+            key = (ex["source"], ex["setting"], kind, len(ex["messages"]) > 1)
             strata[key].append(ex)
         quotas = _quotas({k: len(v) for k, v in strata.items()}, n, power)
         chosen = []

@@ -40,6 +40,7 @@ class TrainConfig:
     # each (source, setting, label) stratum's share of the sample grows with its size to this
     # power: 1 proportional, 0.5 more of the small strata, 0 equal (see data_build.balanced_sample)
     stratum_power: float = 1.0
+    stratum_by_kind: bool = False  # split each label's strata by kind (clear apart from hard-negative)
     # add each sampled example's contrast group (same question, other label; see contrast.py)
     # from train.jsonl and batch the group together
     contrast_pairs: bool = False
@@ -214,7 +215,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         set_peft_model_state_dict(model, load_file(weights / "adapter_model.safetensors"))
 
     pool = read_examples(train_file)
-    examples = (balanced_sample(pool, cfg.max_examples, cfg.seed, cfg.stratum_power)
+    examples = (balanced_sample(pool, cfg.max_examples, cfg.seed, cfg.stratum_power,
+                                cfg.stratum_by_kind)
                 if cfg.max_examples else pool)
     grouped = with_contrasts(examples, pool) if cfg.contrast_pairs else [[e] for e in examples]
     examples = [e for unit in grouped for e in unit]

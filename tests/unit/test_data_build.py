@@ -544,6 +544,22 @@ def test_a_lower_stratum_power_gives_small_strata_more_and_never_more_than_they_
     assert equal[("c", "pre", False)] == sizes[("c", "pre", False)]  # capped at what it has
 
 
+def test_by_kind_gives_clear_questions_a_stratum_apart_from_hard_negatives():
+    clear = [make_example(f"clear-{i}", "a", "pre", [user("q")], None, "clear") for i in range(50)]
+    hard = [make_example(f"hard-{i}", "a", "pre", [user("q")], None, "hard-negative") for i in range(950)]
+    asks = [make_example(f"ask-{i}", "a", "pre", [user("q")], "ask?", "ambiguous") for i in range(1000)]
+
+    def clear_count(by_kind: bool) -> int:
+        sample = balanced_sample(clear + hard + asks, 100, seed=3, power=0.5, by_kind=by_kind)
+        assert len(sample) == 100
+        return sum(ex["id"].startswith("clear-") for ex in sample)
+
+    # one clear stratum of 1,000: half the sample, clear questions in proportion (about 2.5);
+    # by kind: 100 * sqrt(50) / (sqrt(50) + sqrt(950) + sqrt(1000)) = 10.3
+    assert clear_count(False) <= 5
+    assert clear_count(True) == 10
+
+
 def test_turns_after_a_dialog_are_a_stratum_of_their_own():
     opening = [make_example(f"open-{i}", "a", "pre", [user("q")], None, "clear") for i in range(950)]
     after = [make_example(f"after-{i}", "a", "pre", [user("hi"), {"role": "assistant", "content": "hello"},

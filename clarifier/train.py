@@ -37,10 +37,12 @@ class TrainConfig:
     out_dir: Path = Path("runs/clarifier")
     base_model: str | None = None  # None: settings.base_model
     max_examples: int = 3000  # stratified sample of train.jsonl (0: all)
-    # each (source, setting, label) stratum's share of the sample grows with its size to this
-    # power: 1 proportional, 0.5 more of the small strata, 0 equal (see data_build.balanced_sample)
+    # each (source, setting, label, has a history) stratum's share of the sample grows with its
+    # size to this power: 1 proportional, 0.5 more of the small strata, 0 equal (see
+    # data_build.balanced_sample)
     stratum_power: float = 1.0
-    stratum_by_kind: bool = False  # split each label's strata by kind (clear apart from hard-negative)
+    # split each label's strata by kind (clear apart from hard-negative)
+    stratum_by_kind: bool = False
     # add each sampled example's contrast group (same question, other label; see contrast.py)
     # from train.jsonl and batch the group together
     contrast_pairs: bool = False

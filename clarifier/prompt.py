@@ -10,10 +10,12 @@ Prompt styles: `tuned` (short instruction, what the adapter is trained on), `zer
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Literal
 
 from askbetter.clarifier.types import Document, Message
+from askbetter.clarifier.words import content_words
 
 PromptStyle = Literal["tuned", "zero-shot", "few-shot"]
 PROMPT_STYLES: tuple[str, ...] = ("tuned", "zero-shot", "few-shot")
@@ -45,6 +47,10 @@ FEW_SHOTS: tuple[tuple[str, str], ...] = (
 HISTORY_SHARE = 0.35
 # the judged turn may take at most this share of the whole budget
 LAST_TURN_SHARE = 0.5
+# when a passage must be cut, a word of the judged turn counts this many times a history word
+# in choosing which part of it to keep
+LAST_TURN_WEIGHT = 2
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def _cut(tokenizer, text: str, max_tokens: int, keep: Literal["head", "tail"] = "head") -> str:
@@ -57,6 +63,44 @@ def _cut(tokenizer, text: str, max_tokens: int, keep: Literal["head", "tail"] = 
     marker = " ..." if keep == "head" else "... "
     body = tokenizer.decode(kept)
     return body + marker if keep == "head" else marker + body
+
+
+def excerpt(tokenizer, text: str, max_tokens: int, focus: dict[str, int]) -> str:
+    """`text` on one line, cut to `max_tokens`: of the cuts that start at a sentence (or line) and
+    run on until the budget ends, the one whose distinct words carry the most `focus` weight; the
+    earliest on a tie, so a passage that shares no focus word keeps its head. Cuts are marked
+    with "...".
+
+    A long passage often names what the question is about far from its start (the languages that
+    descended from Common Brittonic, in its third sentence); the head alone would hide it.
+    """
+    sentences = [" ".join(s.split()) for s in _SENTENCE_END.split(text) if s.strip()]
+    whole = " ".join(sentences)
+    if _n_tokens(tokenizer, whole) <= max_tokens:
+        return whole
+    ids = [tokenizer(s, add_special_tokens=False).input_ids for s in sentences]
+    best_weight, best = -1, ""
+    for start in range(len(sentences)):
+        room = max_tokens - (2 if start else 0)  # room for the leading "..."
+        parts = ["..."] if start else []
+        for k in range(start, len(sentences)):
+            if len(ids[k]) + 1 > room:
+                parts.append(tokenizer.decode(ids[k][: room - 2]).strip() + " ..." if room > 4 else "...")
+                break
+            parts.append(sentences[k])
+            room -= len(ids[k]) + 1
+        kept = " ".join(parts)
+        weight = sum(focus.get(w, 0) for w in content_words(kept))
+        if weight > best_weight:
+            best_weight, best = weight, kept
+    return best
+
+
+def focus_weights(messages: list[Message]) -> dict[str, int]:
+    """Content words of the conversation, the judged (last) turn's weighted `LAST_TURN_WEIGHT`."""
+    focus = dict.fromkeys(content_words(" ".join(m["content"] for m in messages[:-1])), 1)
+    focus.update(dict.fromkeys(content_words(messages[-1]["content"]), LAST_TURN_WEIGHT))
+    return focus
 
 
 def _n_tokens(tokenizer, text: str) -> int:
@@ -77,7 +121,8 @@ def render_user_content(
     """The conversation and the passages as one user message, fitted into `max_tokens`.
 
     The judged (last) turn is kept whole unless it alone exceeds half the budget (then it is cut,
-    with a warning); older turns are dropped oldest-first; passages share what is left evenly.
+    with a warning); older turns are dropped oldest-first; passages share what is left evenly,
+    each cut to the sentences the conversation is most about (`excerpt`).
     """
     dialog = [m for m in messages if m["role"] in ("user", "assistant") and m["content"].strip()]
     if not dialog or dialog[-1]["role"] != "user":
@@ -109,10 +154,12 @@ def render_user_content(
     if not docs:
         return text + " none"
     per_doc = max(8, (budget - used) // len(docs) - 4)
+    focus = focus_weights(dialog)
     for i, d in enumerate(docs, 1):
         title = (d.get("title") or "").strip()
-        body = f"{title}: {d['text'].strip()}" if title else d["text"].strip()
-        text += f"\n[{i}] " + _cut(tokenizer, " ".join(body.split()), per_doc)
+        head = f"{' '.join(title.split())}: " if title else ""
+        room = max(8, per_doc - _n_tokens(tokenizer, head))
+        text += f"\n[{i}] {head}" + excerpt(tokenizer, d["text"], room, focus)
     return text
 
 

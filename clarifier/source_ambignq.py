@@ -35,7 +35,7 @@ from askbetter.clarifier.source_common import (
     rng_for,
     user,
 )
-from askbetter.clarifier.source_rewrites import content_words
+from askbetter.clarifier.words import content_words
 from askbetter.clarifier.types import Document
 
 SOURCE = "ambignq"

@@ -30,7 +30,7 @@ from askbetter.clarifier.source_common import (
     user,
 )
 from askbetter.clarifier.source_referents import dialog_passages, ordered
-from askbetter.clarifier.source_rewrites import content_words
+from askbetter.clarifier.words import content_words
 from askbetter.clarifier.types import Document
 
 FOLDERS = ("canard",)

@@ -39,7 +39,8 @@ from askbetter.clarifier.source_common import (
     stable_fraction,
     user,
 )
-from askbetter.clarifier.source_rewrites import RewritePair, content_words, pronoun_class
+from askbetter.clarifier.source_rewrites import RewritePair, pronoun_class
+from askbetter.clarifier.words import content_words
 from askbetter.clarifier.types import Document
 
 FOLDERS = ("canard",)

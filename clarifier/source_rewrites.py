@@ -21,7 +21,6 @@ would read as resolved).
 from __future__ import annotations
 
 import csv
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from askbetter.clarifier.source_common import (
     user,
 )
 from askbetter.clarifier.types import Message
+from askbetter.clarifier.words import WORD, content_words
 
 SOURCE = "rewrites"
 FOLDERS = ("canard", "trec-cast", "trec-ikat")
@@ -53,13 +53,6 @@ CAST_TOPICS = (  # (year, topic file, separate tsv of manual rewrites or None)
     ("2021", "2021/2021_manual_evaluation_topics_v1.0.nopassage.json", None),
 )  # fmt: skip
 IKAT_TOPICS = ("2023/data/2023_train_topics.json", "2023/data/2023_test_topics.json")
-_WORD = re.compile(r"[a-z0-9]+")
-_STOPWORDS = frozenset(
-    "a an the of in on at to for from by with and or but is are was were be been do does did "
-    "what which who whom whose when where why how that this these those it its they them their "
-    "he him his she her you your i me my we our us about as into than then there so not no yes "
-    "s t also other any some more most can could would should will just".split()
-)
 
 
 # pronouns whose referent a rewrite spells out, by the referent they can stand for, with the
@@ -176,8 +169,8 @@ def unresolved_pronoun(question: str, rewrite: str) -> str | None:
     pronoun stands for something only the context names), else None."""
     if not added_words(question, rewrite):
         return None
-    kept = set(_WORD.findall(rewrite.lower()))
-    asked = _WORD.findall(question.lower())
+    kept = set(WORD.findall(rewrite.lower()))
+    asked = WORD.findall(question.lower())
     return next((w for w in asked if w in PRONOUNS and w not in kept), None)
 
 
@@ -205,11 +198,7 @@ def added_words(question: str, rewrite: str) -> set[str]:
 
 
 def _words(history: list[Message]) -> set[str]:
-    return set(_WORD.findall(" ".join(m["content"] for m in history).lower()))
-
-
-def content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+    return set(WORD.findall(" ".join(m["content"] for m in history).lower()))
 
 
 def _canard(folder: Path) -> Iterator[RewritePair]:

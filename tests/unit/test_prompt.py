@@ -6,6 +6,8 @@ import pytest
 from askbetter.clarifier.prompt import (
     build_chat,
     clean_question,
+    excerpt,
+    focus_weights,
     render_user_content,
 )
 
@@ -14,14 +16,18 @@ class EchoTokenizer:
     """One token per whitespace-separated word, decoded back to the words: enough to test budgets."""
 
     def __init__(self) -> None:
-        self.words: list[str] = []
+        self.vocab: list[str] = []
 
     def __call__(self, text: str, add_special_tokens: bool = False):
-        self.words = text.split()
-        return type("Out", (), {"input_ids": list(range(len(self.words)))})()
+        ids = []
+        for word in text.split():
+            if word not in self.vocab:
+                self.vocab.append(word)
+            ids.append(self.vocab.index(word))
+        return type("Out", (), {"input_ids": ids})()
 
     def decode(self, ids) -> str:
-        return " ".join(self.words[i] for i in ids)
+        return " ".join(self.vocab[i] for i in ids)
 
 
 def test_conversation_comes_before_passages() -> None:
@@ -56,6 +62,38 @@ def test_passages_share_the_budget_and_oldest_turns_go_first() -> None:
     assert len(text.split()) <= 330
     assert "turn0" not in text and "last one?" in text
     assert text.count("[1]") == text.count("[2]") == text.count("[3]") == 1
+
+
+BRITTONIC = (
+    "The Britons lived on the island of Great Britain for many centuries. "
+    "They were ruled by many tribes whose borders kept changing over time. "
+    "Their language later split into Welsh, Cornish and Breton, and Welsh is still widely spoken. "
+    "Roman rule ended in the fifth century."
+)
+
+
+def test_excerpt_keeps_the_sentences_the_question_is_about() -> None:
+    focus = focus_weights([{"role": "user", "content": "Is the language still spoken?"}])
+    text = excerpt(EchoTokenizer(), BRITTONIC, 18, focus)
+    assert text.startswith("... Their language later split into Welsh, Cornish and Breton")
+    assert "Welsh is still widely spoken" in text and text.endswith(" ...")
+    assert len(text.split()) <= 18
+
+
+def test_excerpt_keeps_the_head_when_nothing_matches_and_the_whole_when_it_fits() -> None:
+    focus = focus_weights([{"role": "user", "content": "what about parking?"}])
+    head = excerpt(EchoTokenizer(), BRITTONIC, 12, focus)
+    assert head.startswith("The Britons lived") and head.endswith(" ...")
+    assert excerpt(EchoTokenizer(), "Short  text.\nSecond line.", 50, focus) == "Short text. Second line."
+
+
+def test_the_judged_turn_outweighs_the_history_in_choosing_an_excerpt() -> None:
+    focus = focus_weights([{"role": "user", "content": "Tell me about Roman rule."},
+                           {"role": "assistant", "content": "It ended long ago."},
+                           {"role": "user", "content": "And the tribes and their borders?"}])
+    assert focus["tribes"] > focus["roman"]
+    text = excerpt(EchoTokenizer(), BRITTONIC, 14, focus)
+    assert "tribes whose borders" in text and "Roman" not in text
 
 
 def test_conversation_must_end_with_a_user_turn() -> None:

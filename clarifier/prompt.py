@@ -47,6 +47,9 @@ FEW_SHOTS: tuple[tuple[str, str], ...] = (
 HISTORY_SHARE = 0.35
 # the judged turn may take at most this share of the whole budget
 LAST_TURN_SHARE = 0.5
+# an earlier assistant turn may take at most this share of the history's budget (its head), so
+# that a long answer does not push the user's own earlier turns out
+ASSISTANT_TURN_SHARE = 0.5
 # when a passage must be cut, a word of the judged turn counts this many times a history word
 # in choosing which part of it to keep
 LAST_TURN_WEIGHT = 2
@@ -121,7 +124,8 @@ def render_user_content(
     """The conversation and the passages as one user message, fitted into `max_tokens`.
 
     The judged (last) turn is kept whole unless it alone exceeds half the budget (then it is cut,
-    with a warning); older turns are dropped oldest-first; passages share what is left evenly,
+    with a warning); an earlier assistant turn keeps the head that fits in half the history's
+    budget; older turns are dropped oldest-first; passages share what is left evenly,
     each cut to the sentences the conversation is most about (`excerpt`).
     """
     dialog = [m for m in messages if m["role"] in ("user", "assistant") and m["content"].strip()]
@@ -141,11 +145,14 @@ def render_user_content(
     used = 0
     for m in reversed(dialog[:-1]):
         line = _line(m)
+        if m["role"] == "assistant":
+            line = _cut(tokenizer, line, int(history_budget * ASSISTANT_TURN_SHARE))
         n = _n_tokens(tokenizer, line)
         if used + n > history_budget:
             rest = history_budget - used
             if rest > 16:
-                history.insert(0, _cut(tokenizer, line, rest, keep="tail"))
+                speaker, _, content = line.partition(": ")
+                history.insert(0, f"{speaker}: " + _cut(tokenizer, content, rest - 3, keep="tail"))
                 used += rest
             break
         history.insert(0, line)

@@ -96,6 +96,24 @@ def test_the_judged_turn_outweighs_the_history_in_choosing_an_excerpt() -> None:
     assert "tribes whose borders" in text and "Roman" not in text
 
 
+def test_a_long_answer_keeps_its_head_and_does_not_push_out_the_users_turn() -> None:
+    dialog = [{"role": "user", "content": "I have a question about my bill."},
+              {"role": "assistant", "content": "Contact the commission. " + "detail " * 300},
+              {"role": "user", "content": "and if it is about service?"}]
+    docs = [{"id": "1", "text": "Billing and service complaints: call us."}]
+    text = render_user_content(dialog, docs, EchoTokenizer(), 300)
+    assert "User: I have a question about my bill." in text
+    assert "Assistant: Contact the commission. detail" in text
+    assert text.index("about my bill") < text.index("Assistant:") < text.index("and if it is about service?")
+
+
+def test_a_turn_cut_at_its_tail_keeps_its_speaker() -> None:
+    dialog = [{"role": "user", "content": "old " * 200 + "newest words"},
+              {"role": "user", "content": "what now?"}]
+    text = render_user_content(dialog, None, EchoTokenizer(), 100)
+    assert "User: ... old" in text and "newest words" in text
+
+
 def test_conversation_must_end_with_a_user_turn() -> None:
     with pytest.raises(ValueError, match="user turn"):
         render_user_content([{"role": "assistant", "content": "hi"}], None, EchoTokenizer(), 50)

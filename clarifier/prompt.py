@@ -87,8 +87,9 @@ def excerpt(tokenizer, text: str, max_tokens: int, focus: dict[str, int]) -> str
         room = max_tokens - (2 if start else 0)  # room for the leading "..."
         parts = ["..."] if start else []
         for k in range(start, len(sentences)):
-            if len(ids[k]) + 1 > room:
-                parts.append(tokenizer.decode(ids[k][: room - 2]).strip() + " ..." if room > 4 else "...")
+            if len(ids[k]) + 1 > room:  # the head of the sentence that does not fit
+                head = tokenizer.decode(ids[k][: room - 2]).strip() if room > 4 else ""
+                parts.append(f"{head} ..." if head else "...")
                 break
             parts.append(sentences[k])
             room -= len(ids[k]) + 1

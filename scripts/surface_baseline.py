@@ -34,12 +34,17 @@ def _texts_and_labels(path: Path) -> dict[Cell, tuple[list[str], list[bool]]]:
     return cells
 
 
+def _scores(model: LogisticRegression, vectorizer: TfidfVectorizer, texts: list[str]):
+    return model.predict_proba(vectorizer.transform(texts))[:, 1]
+
+
 def _auc(labels: list[bool], scores) -> float | None:
     return roc_auc_score(labels, scores) if len(set(labels)) == 2 else None
 
 
 def main(data_dir: Path) -> None:
-    train, dev, test = (_texts_and_labels(data_dir / f"{s}.jsonl") for s in ("train", "dev", "test"))
+    train, dev, test = (_texts_and_labels(data_dir / f"{split}.jsonl")
+                        for split in ("train", "dev", "test"))
     print("| source | setting | train | test | best C on dev | dev AUC | test AUC |")
     print("|---|---|--:|--:|--:|--:|--:|")
     for cell in sorted(test):
@@ -50,11 +55,11 @@ def main(data_dir: Path) -> None:
         fits = []
         for c in C_GRID:
             model = LogisticRegression(C=c, max_iter=2000).fit(features, train[cell][1])
-            dev_auc = _auc(dev[cell][1], model.predict_proba(vectorizer.transform(dev[cell][0]))[:, 1]) \
-                if cell in dev else None
+            dev_auc = (_auc(dev[cell][1], _scores(model, vectorizer, dev[cell][0]))
+                       if cell in dev else None)
             fits.append((dev_auc or 0.0, c, model))
         dev_auc, c, model = max(fits, key=lambda f: f[0])
-        test_auc = _auc(test[cell][1], model.predict_proba(vectorizer.transform(test[cell][0]))[:, 1])
+        test_auc = _auc(test[cell][1], _scores(model, vectorizer, test[cell][0]))
         shown = [f"{a:.3f}" if a is not None else "n/a" for a in (dev_auc or None, test_auc)]
         print(f"| {cell[0]} | {cell[1]} | {len(train[cell][1])} | {len(test[cell][1])} | {c} | "
               f"{shown[0]} | {shown[1]} |")

@@ -84,7 +84,8 @@ def test_excerpt_keeps_the_head_when_nothing_matches_and_the_whole_when_it_fits(
     focus = focus_weights([{"role": "user", "content": "what about parking?"}])
     head = excerpt(EchoTokenizer(), BRITTONIC, 12, focus)
     assert head.startswith("The Britons lived") and head.endswith(" ...")
-    assert excerpt(EchoTokenizer(), "Short  text.\nSecond line.", 50, focus) == "Short text. Second line."
+    whole = excerpt(EchoTokenizer(), "Short  text.\nSecond line.", 50, focus)
+    assert whole == "Short text. Second line."
 
 
 def test_the_judged_turn_outweighs_the_history_in_choosing_an_excerpt() -> None:
@@ -104,7 +105,7 @@ def test_a_long_answer_keeps_its_head_and_does_not_push_out_the_users_turn() -> 
     text = render_user_content(dialog, docs, EchoTokenizer(), 300)
     assert "User: I have a question about my bill." in text
     assert "Assistant: Contact the commission. detail" in text
-    assert text.index("about my bill") < text.index("Assistant:") < text.index("and if it is about service?")
+    assert text.index("about my bill") < text.index("Assistant:") < text.index("about service?")
 
 
 def test_a_turn_cut_at_its_tail_keeps_its_speaker() -> None:

@@ -17,7 +17,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from askbetter.clarifier.examples import read_examples
+from askbetter.clarifier.examples import needs_clarification, read_examples
 
 C_GRID = (0.1, 0.3, 1.0, 3.0)
 
@@ -30,7 +30,7 @@ def _texts_and_labels(path: Path) -> dict[Cell, tuple[list[str], list[bool]]]:
         texts, labels = cells[(ex["source"], ex["setting"])]
         history = " HAS_HISTORY" if len(ex["messages"]) > 1 else ""
         texts.append(ex["messages"][-1]["content"] + history)
-        labels.append(ex["clarification"] is not None)
+        labels.append(needs_clarification(ex))
     return cells
 
 

@@ -16,7 +16,9 @@ build then
    would outnumber every other `pre` source);
 4. splits 80/10/10 by a hash of the group id and the seed, so a conversation, story, dialogue,
    rule or question lies in one split only, and shuffles each file deterministically (a prefix of
-   a file is a representative sample).
+   a file is a representative sample);
+5. sets a share of AmbigNQ's `post` examples among other passages, as a retriever returns them
+   (`crowding`; in place, so every count stays).
 Every choice is a hash of the seed and an id, so the same raw data and seed give the same files.
 """
 
@@ -35,6 +37,7 @@ from typing import NamedTuple
 from tqdm import tqdm
 
 from askbetter.clarifier import (
+    crowding,
     source_abg_coqa,
     source_ambignq,
     source_followups,
@@ -131,9 +134,11 @@ def build_dataset(
     unique = _drop_repeats(items)
     report.repeats_dropped = len(items) - len(unique)
     kept = _cap_shares(_balance(unique, seed), seed)
+    pools = crowding.passage_pools(raw_dir, seed)
     splits: dict[str, list[Example]] = {s: [] for s in SPLITS}
     for _, group, ex in kept:
         split = split_of(group, seed)
+        ex = crowding.crowd(ex, pools.get(split, []), seed)
         splits[split].append(ex)
         label = "clarify" if needs_clarification(ex) else "clear"
         report.counts[(split, ex["source"], ex["setting"], ex["kind"], label)] += 1

@@ -3,7 +3,8 @@
 `askbetter eval` reports per kind and per source; the comparisons that chose between training
 stages also need apart: the unresolved-pronoun examples (ids ending `-alone` / `-other-dialog`)
 and the other underspecified ones, AmbigNQ's questions asked after another dialog, AmbigNQ's
-`post` examples (whose distractor passages come from related questions since session 10),
+`post` examples (whose distractor passages come from related questions since session 10; apart,
+those with two passages and those among others, see `crowding`),
 CANARD's `pre` hard negatives, and the other kinds together.
 It also shows CANARD's pronoun questions over passages (`source_referents`): those naming two
 referents, and their clear twins. This reads the `--predictions` files of `askbetter eval` (one
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from askbetter.clarifier.crowding import SUFFIX as CROWDED_SUFFIX
 from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.clarifier.source_followups import SUFFIX as FOLLOWUP_SUFFIX
 from askbetter.clarifier.source_referents import RESOLVED, TWO
@@ -39,8 +41,11 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
     "other underspecified": lambda r: (r["kind"] == "underspecified"
                                        and not r["id"].endswith(UNRESOLVED_SUFFIXES)),
     "all but unresolved": lambda r: not r["id"].endswith(UNRESOLVED_SUFFIXES),
-    "AmbigNQ after a dialog": lambda r: r["id"].endswith(TOPIC_SHIFT_SUFFIX),
+    "AmbigNQ after a dialog": lambda r: TOPIC_SHIFT_SUFFIX in r["id"],
     "AmbigNQ post": lambda r: r["source"] == "ambignq" and r["setting"] == "post",
+    "AmbigNQ post, two passages": lambda r: (r["source"] == "ambignq" and r["setting"] == "post"
+                                             and not r["id"].endswith(CROWDED_SUFFIX)),
+    "AmbigNQ post among others": lambda r: r["id"].endswith(CROWDED_SUFFIX),
     "CANARD two referents": lambda r: r["id"].endswith(TWO),
     "CANARD referent resolved": lambda r: r["id"].endswith(RESOLVED),
     "CANARD follow-ups over passages": lambda r: r["id"].endswith(FOLLOWUP_SUFFIX),

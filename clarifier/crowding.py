@@ -36,7 +36,6 @@ from askbetter.clarifier.source_referents import dialog_passages
 from askbetter.clarifier.types import Document
 from askbetter.clarifier.words import content_words
 
-FOLDERS = ("canard",)
 SHARE = 0.5  # of AmbigNQ's post examples: retrievers return several passages
 EXTRA_MIN, EXTRA_MAX = 2, 6
 WINDOW_CHARS = 400  # a retrieved chunk: a few sentences

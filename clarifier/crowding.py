@@ -78,16 +78,16 @@ def _unrelated(
 ) -> list[Document]:
     """Up to `n` windows of distinct passages from `pool` naming none of `avoid` (of `TRIES`
     random draws)."""
-    chosen: list[Document] = []
+    chosen: dict[str, Document] = {}  # by passage id, so each passage comes once
     for _ in range(TRIES):
         if len(chosen) == n:
             break
         passage = pool[rng.randrange(len(pool))]
         text = window(passage["text"], rng.random())
-        if (passage["id"] not in {d["id"] for d in chosen}
+        if (passage["id"] not in chosen
                 and not avoid & content_words(f"{passage.get('title', '')} {text}")):
-            chosen.append(document(passage["id"], text, passage.get("title")))
-    return chosen
+            chosen[passage["id"]] = document(passage["id"], text, passage.get("title"))
+    return list(chosen.values())
 
 
 def window(text: str, where: float) -> str:

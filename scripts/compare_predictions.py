@@ -29,6 +29,10 @@ from askbetter.clarifier.source_referents import RESOLVED, TWO
 from askbetter.clarifier.source_rewrites import UNRESOLVED_SUFFIXES
 from askbetter.clarifier.source_topic_shift import SUFFIX as TOPIC_SHIFT_SUFFIX
 
+def _ambignq_post(r: dict) -> bool:
+    return r["source"] == "ambignq" and r["setting"] == "post"
+
+
 SUBSETS: dict[str, Callable[[dict], bool]] = {
     "all": lambda r: True,
     "hard-negative": lambda r: r["kind"] == "hard-negative",
@@ -42,8 +46,8 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
                                        and not r["id"].endswith(UNRESOLVED_SUFFIXES)),
     "all but unresolved": lambda r: not r["id"].endswith(UNRESOLVED_SUFFIXES),
     "AmbigNQ after a dialog": lambda r: TOPIC_SHIFT_SUFFIX in r["id"],
-    "AmbigNQ post": lambda r: r["source"] == "ambignq" and r["setting"] == "post",
-    "AmbigNQ post, two passages": lambda r: (r["source"] == "ambignq" and r["setting"] == "post"
+    "AmbigNQ post": _ambignq_post,
+    "AmbigNQ post, two passages": lambda r: (_ambignq_post(r)
                                              and not r["id"].endswith(CROWDED_SUFFIX)),
     "AmbigNQ post among others": lambda r: r["id"].endswith(CROWDED_SUFFIX),
     "CANARD two referents": lambda r: r["id"].endswith(TWO),

@@ -57,10 +57,10 @@ def main(data_dir: Path) -> None:
             model = LogisticRegression(C=c, max_iter=2000).fit(features, train[cell][1])
             dev_auc = (_auc(dev[cell][1], _scores(model, vectorizer, dev[cell][0]))
                        if cell in dev else None)
-            fits.append((dev_auc or 0.0, c, model))
-        dev_auc, c, model = max(fits, key=lambda f: f[0])
+            fits.append((dev_auc, c, model))
+        dev_auc, c, model = max(fits, key=lambda f: f[0] or 0.0)
         test_auc = _auc(test[cell][1], _scores(model, vectorizer, test[cell][0]))
-        shown = [f"{a:.3f}" if a is not None else "n/a" for a in (dev_auc or None, test_auc)]
+        shown = [f"{a:.3f}" if a is not None else "n/a" for a in (dev_auc, test_auc)]
         print(f"| {cell[0]} | {cell[1]} | {len(train[cell][1])} | {len(test[cell][1])} | {c} | "
               f"{shown[0]} | {shown[1]} |")
 

@@ -7,10 +7,13 @@ gives a passage: its Wikipedia article and section as the title, the answers (sp
 section) as the text; for half of the dialogs (`TITLE_IN_TEXT_SHARE`) the title is instead the
 text's first line, as in documents retrieved from web pages. Then, per question:
 
-- **ambiguous** (`-two-referents`, clarify): the question alone or after another dialog that
-  names neither referent, with its own passage and one of another dialog whose referent has the
+- **ambiguous** (`-two-referents`, clarify): the question alone or after another dialog (CANARD's
+  or TREC iKAT's, `source_rewrites.other_dialog`) that names neither referent, with its own passage and one of another dialog whose referent has the
   same pronoun class ("he": another man) and is not named in the first passage. Both readings
   are on screen; the reference question names them ("Do you mean Frank Zappa or Miles Davis?").
+- **clear** (`-named`), for those asked after another dialog: the rewrite, which names the
+  referent, after the same dialog and over the same passages. The pair differs only in the
+  pronoun, so "a long unrelated exchange, then a question over passages" alone decides nothing.
 - **hard negative** (`-history-resolves`, clear), when its own dialog names the referent
   (`source_rewrites.resolved_by_history`): the same question and passages after that dialog; the
   conversation settles it. (Session 11 dropped the twin that set the question alone beside a
@@ -43,7 +46,7 @@ from askbetter.clarifier.source_rewrites import RewritePair, pronoun_class
 from askbetter.clarifier.words import content_words
 from askbetter.clarifier.types import Document
 
-FOLDERS = ("canard",)
+FOLDERS = ("canard", "trec-ikat")
 # the reference questions, one picked per example by a hash
 TEMPLATES = (
     "Do you mean {a} or {b}?",
@@ -59,7 +62,7 @@ AFTER_DIALOG_SHARE = 0.5  # of ambiguous examples asked after another dialog rat
 MAX_NAME_WORDS = 6
 PARTNER_TRIES = 20
 NO_ANSWER = "I don't know."  # CANARD's stand-in for QuAC's CANNOTANSWER
-TWO, RESOLVED = "-two-referents", "-history-resolves"
+TWO, RESOLVED, NAMED = "-two-referents", "-history-resolves", "-named"
 _TOKEN = re.compile(r"\S+")
 _EDGE = re.compile(r"^[\W_]+|(?:['’]s?)?[\W_]*$")
 
@@ -87,11 +90,14 @@ class Referent:
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (CANARD dialog group, example): for a `SHARE` of the questions with a named
-    referent, an ambiguous `post` example over two referents' passages and, when its own dialog
-    names the referent, a hard negative."""
-    pairs = [p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset == "canard"]
+    referent, an ambiguous `post` example over two referents' passages (after another dialog, with
+    its clear twin naming the referent) and, when its own dialog names the referent, a hard
+    negative."""
+    dialogs = [p for p in source_rewrites.rewrite_pairs(raw_dir)
+               if p.dataset in source_rewrites.DIALOG_DATASETS]
+    pairs = [p for p in dialogs if p.dataset == "canard"]
     passages = dialog_passages(pairs, seed)
-    histories = source_rewrites.histories_by_split(pairs, seed)
+    donors = source_rewrites.donor_histories(dialogs, seed)
     referents = [r for p in pairs if (r := _referent(p, passages)) is not None]
     pools: dict[tuple[str, frozenset[str]], list[Referent]] = defaultdict(list)
     for r in referents:
@@ -110,10 +116,14 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         avoid = content_words(r.name) | content_words(partner.name) | r.pronouns
         history = None
         if stable_fraction(seed, "after-dialog", base) < AFTER_DIALOG_SHARE:
-            history = source_rewrites.other_dialog(histories, r.group, base, avoid, seed)
+            history = source_rewrites.other_dialog(donors, r.group, base, avoid, seed)
         question = [*(history or []), user(r.pair.question)]
         yield r.group, make_example(f"{base}{TWO}", "canard", "post", question, ask, "ambiguous",
                                     docs)
+        if history is not None:
+            named = [*history, user(r.pair.rewrite)]
+            yield r.group, make_example(f"{base}{NAMED}", "canard", "post", named, None, "clear",
+                                        docs)
         history = r.pair.history[-MAX_HISTORY_MESSAGES:]
         if source_rewrites.resolved_by_history(r.pair.question, r.pair.rewrite, history):
             yield r.group, make_example(f"{base}{RESOLVED}", "canard", "post",

@@ -5,10 +5,12 @@ Each gives a context-dependent question ("What did he do next?"), its dialog his
 self-contained rewrite. `rewrite_pairs` yields them all, for a rewrite feature. `convert` keeps
 those the history already resolves and turns them into `pre` hard negatives (kind (e)): the
 question looks vague on its own, but every word the rewrite adds is in the (capped) history, so
-there is nothing to ask. Each of those also gives its rewrite alone, with no history, as a `pre`
-`clear` example: a specific standalone question needs no clarification (the counterweight to
-AmbigNQ's standalone ambiguous questions). TREC CAsT gives only the user's side of the dialog; its histories are
-user turns alone. Grouped by dialog (CANARD) or topic (CAsT, iKAT).
+there is nothing to ask. Each of those also gives its rewrite, as a `pre` `clear` example: a
+specific standalone question needs no clarification (the counterweight to AmbigNQ's standalone
+ambiguous questions); alone, or for a `STANDALONE_AFTER_DIALOG_SHARE` after another
+conversation's history (`other_dialog`), since a self-contained question stays clear after a
+change of subject. TREC CAsT gives only the user's side of the dialog; its histories are user
+turns alone. Grouped by dialog (CANARD) or topic (CAsT, iKAT).
 
 `convert_unresolved` gives the other side of the hard negatives: a question whose pronoun the
 rewrite resolves, asked with no history, or after another conversation's history (a topic shift)
@@ -16,6 +18,13 @@ that does not hold the rewrite's added words. Then nothing says who or what the 
 the clarifier should ask (`pre`, `underspecified`, a templated question naming the pronoun). The
 other history holds no pronoun of the same class either ("his" after a dialog about another man
 would read as resolved).
+
+A RAG assistant answers in paragraphs, while CANARD's answers are short spans and CAsT has none:
+the donated histories would then almost never hold a long answer, and most histories with one
+(TREC iKAT's) would end in a question they settle, so "after a long answer there is nothing to
+ask" could be learnt (IBM's "tell me more about her" after an unrelated exchange was let
+through). So `other_dialog` takes a `LONG_DONOR_SHARE` of its histories from those with an
+assistant answer of at least `LONG_ANSWER_CHARS`.
 """
 
 from __future__ import annotations
@@ -69,6 +78,12 @@ DONOR_TRIES = 20
 # id suffixes of the unresolved-pronoun examples (the question alone / after another dialog)
 ALONE, OTHER_DIALOG = "-alone", "-other-dialog"
 UNRESOLVED_SUFFIXES = (ALONE, OTHER_DIALOG)
+STANDALONE, AFTER_DIALOG = "-standalone", "-after-dialog"
+STANDALONE_AFTER_DIALOG_SHARE = 0.5  # of the standalone rewrites
+LONG_ANSWER_CHARS = 250  # a few sentences: an answer as a RAG assistant writes it
+LONG_DONOR_SHARE = 0.5  # of the donated histories, drawn from those with a long answer
+Donor = tuple[str, list[Message]]  # (dialog group, history)
+DIALOG_DATASETS = frozenset({"canard", "trec-ikat"})  # whose histories hold the answers too
 
 
 @dataclass(frozen=True)
@@ -94,17 +109,23 @@ def rewrite_pairs(raw_dir: Path) -> Iterator[RewritePair]:
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (dialog group, example): per question its history resolves, a pre hard negative
-    (history and question) and a pre clear example (the rewrite alone)."""
-    del seed  # nothing random here
-    for pair in rewrite_pairs(raw_dir):
+    (history and question) and a pre clear example (the rewrite, alone or after another
+    dialog)."""
+    pairs = list(rewrite_pairs(raw_dir))
+    donors = donor_histories(pairs, seed)
+    for pair in pairs:
         history = pair.history[-MAX_HISTORY_MESSAGES:]
         if not resolved_by_history(pair.question, pair.rewrite, history):
             continue
         base, group = f"{pair.dataset}-{pair.group}-{pair.turn_id}", f"{pair.dataset}:{pair.group}"
         messages = [*history, user(pair.question)]
         yield group, make_example(base, pair.dataset, "pre", messages, None, "hard-negative")
-        standalone = [user(pair.rewrite)]
-        yield group, make_example(f"{base}-standalone", pair.dataset, "pre", standalone, None, "clear")
+        before = None
+        if stable_fraction(seed, "standalone-after-dialog", base) < STANDALONE_AFTER_DIALOG_SHARE:
+            before = other_dialog(donors, group, base, set(), seed)
+        suffix = STANDALONE if before is None else STANDALONE + AFTER_DIALOG
+        standalone = [*(before or []), user(pair.rewrite)]
+        yield group, make_example(f"{base}{suffix}", pair.dataset, "pre", standalone, None, "clear")
 
 
 def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
@@ -113,7 +134,7 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     neither the rewrite's added words nor a pronoun of the same class), both `pre` examples that
     need a clarification question."""
     pairs = list(rewrite_pairs(raw_dir))
-    histories = histories_by_split(pairs, seed)
+    donors = donor_histories(pairs, seed)
     for pair in pairs:
         pronoun = unresolved_pronoun(pair.question, pair.rewrite)
         if pronoun is None:
@@ -126,39 +147,55 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         referents = added_words(pair.question, pair.rewrite) | same_class
         yield group, make_example(f"{base}{ALONE}", pair.dataset, "pre", [user(pair.question)],
                                   ask, "underspecified")
-        history = other_dialog(histories, group, base, referents, seed)
+        history = other_dialog(donors, group, base, referents, seed)
         if history is not None:
             yield group, make_example(f"{base}{OTHER_DIALOG}", pair.dataset, "pre",
                                       [*history, user(pair.question)], ask, "underspecified")
 
 
-def histories_by_split(
-    pairs: Iterable[RewritePair], seed: int
-) -> dict[str, list[tuple[str, list[Message]]]]:
-    """The (capped) non-empty histories of `pairs` as (dialog group, history), by the split of
-    their group: donors of another conversation's context for examples of the same split."""
-    histories: dict[str, list[tuple[str, list[Message]]]] = defaultdict(list)
+@dataclass(frozen=True)
+class Donors:
+    """Other conversations' (capped, non-empty) histories by split: every one, and those with a
+    long assistant answer."""
+
+    every: dict[str, list[Donor]]
+    long: dict[str, list[Donor]]
+
+
+def donor_histories(pairs: Iterable[RewritePair], seed: int) -> Donors:
+    """The histories of `pairs`, by the split of their group: donors of another conversation's
+    context for examples of the same split."""
+    every: dict[str, list[Donor]] = defaultdict(list)
+    long: dict[str, list[Donor]] = defaultdict(list)
     for pair in pairs:
         if pair.history:
             group = f"{pair.dataset}:{pair.group}"
-            histories[split_of(group, seed)].append((group, pair.history[-MAX_HISTORY_MESSAGES:]))
-    return histories
+            donor = (group, pair.history[-MAX_HISTORY_MESSAGES:])
+            every[split_of(group, seed)].append(donor)
+            if any(m["role"] == "assistant" and len(m["content"]) >= LONG_ANSWER_CHARS
+                   for m in donor[1]):
+                long[split_of(group, seed)].append(donor)
+    return Donors(every, long)
 
 
 def other_dialog(
-    histories: dict[str, list[tuple[str, list[Message]]]],
+    donors: Donors,
     group: str,
     key: str,
     avoid: set[str] | frozenset[str],
     seed: int,
 ) -> list[Message] | None:
-    """A history from `histories_by_split` for a question of `group`: another group's, of the
-    same split, holding none of the words `avoid` (the first of up to `DONOR_TRIES`, from a place
-    hashed from `key`), or None."""
-    donors = histories[split_of(group, seed)]
-    start = int(stable_fraction(seed, "donor", key) * len(donors))
-    for i in range(min(DONOR_TRIES, len(donors))):
-        donor_group, history = donors[(start + i) % len(donors)]
+    """A history from `donors` for a question of `group`: another group's, of the same split,
+    holding none of the words `avoid` (the first of up to `DONOR_TRIES`, from a place hashed from
+    `key`; for a `LONG_DONOR_SHARE` of keys, among the histories with a long answer when the
+    split has any), or None."""
+    split = split_of(group, seed)
+    pool = donors.every[split]
+    if donors.long[split] and stable_fraction(seed, "long-donor", key) < LONG_DONOR_SHARE:
+        pool = donors.long[split]
+    start = int(stable_fraction(seed, "donor", key) * len(pool))
+    for i in range(min(DONOR_TRIES, len(pool))):
+        donor_group, history = pool[(start + i) % len(pool)]
         if donor_group != group and not (avoid & _words(history)):
             return history
     return None

@@ -7,9 +7,11 @@ the history settles. A model can then learn "a history means nothing to ask": st
 them: ranked right, scored too low).
 
 So a share (`SHARE`) of AmbigNQ's examples, of both labels, is asked again after a CANARD or TREC
-iKAT dialog from the same split (datasets whose histories hold the assistant's answers too). A
-dialog on another subject neither settles the question's ambiguity nor raises one, so label, kind,
-reference question and passages stay; the example keeps AmbigNQ's group (its split) and source.
+iKAT dialog from the same split (datasets whose histories hold the assistant's answers too;
+`source_rewrites.other_dialog`, so half of them with a long answer) that names none of the
+question's content words. A dialog on another subject neither settles the question's ambiguity
+nor raises one, so label, kind, reference question and passages stay; the example keeps
+AmbigNQ's group (its split) and source.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from askbetter.clarifier import source_ambignq, source_rewrites
-from askbetter.clarifier.source_common import Converted, make_example, split_of, stable_fraction
+from askbetter.clarifier.source_common import Converted, make_example, stable_fraction
+from askbetter.clarifier.words import content_words
 
 FOLDERS = (*source_ambignq.FOLDERS, "canard", "trec-ikat")
-DONOR_DATASETS = frozenset({"canard", "trec-ikat"})
+DONOR_DATASETS = source_rewrites.DIALOG_DATASETS
 SHARE = 0.04  # of AmbigNQ's examples: 938 after the build's balancing (not capped)
 SUFFIX = "-after-dialog"
 
@@ -30,12 +33,14 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (AmbigNQ question group, example): a `SHARE` of AmbigNQ's examples, each after a
     donor dialog of its own split. Nothing when no donor dataset is present."""
     pairs = (p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset in DONOR_DATASETS)
-    donors = source_rewrites.histories_by_split(pairs, seed)
+    donors = source_rewrites.donor_histories(pairs, seed)
     for group, ex in source_ambignq.convert(raw_dir, seed):
-        pool = donors.get(split_of(group, seed))
-        if not pool or stable_fraction(seed, "topic-shift", ex["id"]) >= SHARE:
+        if stable_fraction(seed, "topic-shift", ex["id"]) >= SHARE:
             continue
-        _, history = pool[int(stable_fraction(seed, "topic-shift-donor", ex["id"]) * len(pool))]
+        question = content_words(ex["messages"][-1]["content"])
+        history = source_rewrites.other_dialog(donors, group, ex["id"], question, seed)
+        if history is None:
+            continue
         yield group, make_example(
             f"{ex['id']}{SUFFIX}", ex["source"], ex["setting"], [*history, *ex["messages"]],
             ex["clarification"], ex["kind"], ex["documents"],

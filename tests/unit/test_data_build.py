@@ -231,19 +231,48 @@ def test_hard_negative_e_rewrites_resolved_by_the_history():
         assert ex["setting"] == "pre" and len(ex["messages"]) > 1
 
 
-def test_each_resolved_question_also_gives_its_rewrite_alone_as_clear():
+def test_each_resolved_question_also_gives_its_rewrite_alone_or_after_another_dialog():
     pairs = converted(source_rewrites)
     by_id = {ex["id"]: (group, ex) for group, ex in pairs}
-    rewrites = {f"{p.dataset}-{p.group}-{p.turn_id}": p.rewrite
-                for p in source_rewrites.rewrite_pairs(RAW)}
+    rewrites = {f"{p.dataset}-{p.group}-{p.turn_id}": p for p in source_rewrites.rewrite_pairs(RAW)}
     standalone = [(g, ex) for g, ex in pairs if ex["kind"] == "clear"]
     assert standalone and len(standalone) == len(pairs) - len(standalone)
+    after = [ex for _, ex in standalone if ex["id"].endswith("-standalone-after-dialog")]
+    assert 0 < len(after) < len(standalone)
     for group, ex in standalone:
         assert ex["setting"] == "pre" and ex["clarification"] is None
-        assert ex["messages"][0]["role"] == "user" and len(ex["messages"]) == 1
-        base = ex["id"].removesuffix("-standalone")
+        base = ex["id"].removesuffix("-after-dialog").removesuffix("-standalone")
         assert by_id[base][0] == group  # beside its hard negative: same dialog, same split
-        assert ex["messages"][0]["content"] == rewrites[base].strip()
+        pair = rewrites[base]
+        assert ex["messages"][-1] == {"role": "user", "content": pair.rewrite.strip()}
+        if ex in after:  # another dialog's history, not its own
+            assert len(ex["messages"]) > 1
+            assert ex["messages"][:-1] != pair.history[-MAX_HISTORY_MESSAGES:]
+        else:
+            assert len(ex["messages"]) == 1
+
+
+def test_other_dialog_draws_a_share_of_histories_with_a_long_answer(monkeypatch):
+    def pair(i: int, answer_chars: int) -> source_rewrites.RewritePair:
+        history = [user(f"Tell me about topic{i}."), {"role": "assistant", "content": "x" * answer_chars}]
+        return source_rewrites.RewritePair("canard", f"g{i}", "2", history, "Why?", "Why?")
+
+    short, long = [pair(i, 40) for i in range(90)], [pair(i, 600) for i in range(90, 100)]
+    donors = source_rewrites.donor_histories([*short, *long], 13)
+    for split in donors.every:
+        assert {g for g, _ in donors.long[split]} <= {g for g, _ in donors.every[split]}
+
+    def long_share() -> float:
+        picked = [source_rewrites.other_dialog(donors, f"canard:q{k}", f"q{k}", set(), 13)
+                  for k in range(600)]
+        return sum(len(h[-1]["content"]) >= source_rewrites.LONG_ANSWER_CHARS for h in picked) / 600
+
+    # a tenth of the donors are long: drawn for LONG_DONOR_SHARE of the questions, and by
+    # chance for a tenth of the rest
+    expected = source_rewrites.LONG_DONOR_SHARE + (1 - source_rewrites.LONG_DONOR_SHARE) * 0.1
+    assert abs(long_share() - expected) < 0.07
+    monkeypatch.setattr(source_rewrites, "LONG_DONOR_SHARE", 0.0)
+    assert long_share() < 0.2
 
 
 def test_rewrite_pairs_keep_the_rewrites_for_a_rewrite_feature():

@@ -98,7 +98,7 @@ def test_half_the_passages_carry_their_title_as_the_first_line_of_their_text(mad
 def test_the_clear_twin_is_the_question_after_the_history_that_names_the_referent(made):
     asked = {ex["id"].removesuffix(source_referents.TWO): ex for _, ex in made
              if ex["id"].endswith(source_referents.TWO)}  # fmt: skip
-    clear = [ex for _, ex in made if not ex["id"].endswith(source_referents.TWO)]
+    clear = [ex for _, ex in made if ex["id"].endswith(source_referents.RESOLVED)]
     # one per asked question whose own history names the referent (the even "he" dialogs)
     expected = [i for i in map(_index, asked.values()) if i < 40 and i % 2 == 0]
     assert sorted(map(_index, clear)) == sorted(expected) and expected
@@ -112,6 +112,25 @@ def test_the_clear_twin_is_the_question_after_the_history_that_names_the_referen
         assert ex["messages"][-1] == twin["messages"][-1]
 
 
+def test_asked_after_another_dialog_the_rewrite_gives_a_clear_twin(made):
+    asked = {ex["id"].removesuffix(source_referents.TWO): ex for _, ex in made
+             if ex["id"].endswith(source_referents.TWO)}  # fmt: skip
+    named = [(g, ex) for g, ex in made if ex["id"].endswith(source_referents.NAMED)]
+    # one per asked question with a history before it (another dialog's)
+    assert sorted(ex["id"].removesuffix(source_referents.NAMED) for _, ex in named) == sorted(
+        base for base, ex in asked.items() if len(ex["messages"]) > 1
+    )
+    assert named
+    for group, ex in named:
+        i = _index(ex)
+        twin = asked[ex["id"].removesuffix(source_referents.NAMED)]
+        assert group == f"canard:g{i}" and not needs_clarification(ex)
+        assert (ex["kind"], ex["setting"], ex["source"]) == ("clear", "post", "canard")
+        assert ex["documents"] == twin["documents"]
+        assert ex["messages"][:-1] == twin["messages"][:-1]
+        assert ex["messages"][-1]["content"] == f"When was Person{i} Smith{i} born?"
+
+
 def test_the_share_keeps_whole_questions(monkeypatch):
     pairs = [_pair(i, "he", resolved=True) for i in range(60)]
     monkeypatch.setattr(source_rewrites, "rewrite_pairs", lambda raw_dir: pairs)
@@ -123,8 +142,8 @@ def test_the_share_keeps_whole_questions(monkeypatch):
     half, every = made(0.5), made(1.0)
     assert half < every and 0.2 < len(half) / len(every) < 0.8
     bases = Counter(i.removesuffix(source_referents.TWO).removesuffix(source_referents.RESOLVED)
-                    for i in half)  # fmt: skip
-    assert set(bases.values()) == {2}
+                    .removesuffix(source_referents.NAMED) for i in half)  # fmt: skip
+    assert set(bases.values()) <= {2, 3} and 2 in set(bases.values())
 
 
 @pytest.mark.parametrize(
@@ -152,5 +171,6 @@ def test_the_fixture_slice_pairs_two_canard_dialogs_by_their_articles(monkeypatc
     assert titles[0] == "Frank Zappa: Disbandment" and titles[1].startswith("Walter Scott: ")
     assert "Frank Zappa" in zappa["clarification"] and "Walter Scott" in zappa["clarification"]
     assert zappa["messages"][-1]["content"] == "why did he think the band lacked effort?"
-    scott = [ex for i, ex in asked.items() if "C_11d26dd9b54845759b10bef5895fc901_1" in i]
+    scott = [ex for i, ex in asked.items()
+             if "C_11d26dd9b54845759b10bef5895fc901_1" in i and i.endswith(source_referents.TWO)]
     assert scott and all("Frank Zappa" in ex["clarification"] for ex in scott)

@@ -7,7 +7,8 @@ and the other underspecified ones, AmbigNQ's questions asked after another dialo
 those with two passages and those among others, see `crowding`),
 CANARD's `pre` hard negatives, and the other kinds together.
 It also shows CANARD's pronoun questions over passages (`source_referents`): those naming two
-referents, and their clear twins. This reads the `--predictions` files of `askbetter eval` (one
+referents, and their clear twins (the history naming the referent, or the question naming it after
+another dialog), and the standalone rewrites asked after another dialog. This reads the `--predictions` files of `askbetter eval` (one
 per adapter, same examples) and prints one markdown row per file, at the threshold each adapter
 ran with (its `decision`), at the threshold that is best on these examples (in-sample: an upper
 bound, not a result), and at each threshold given with `--at` (a threshold scan).
@@ -25,8 +26,8 @@ from pathlib import Path
 from askbetter.clarifier.crowding import SUFFIX as CROWDED_SUFFIX
 from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.clarifier.source_followups import SUFFIX as FOLLOWUP_SUFFIX
-from askbetter.clarifier.source_referents import RESOLVED, TWO
-from askbetter.clarifier.source_rewrites import UNRESOLVED_SUFFIXES
+from askbetter.clarifier.source_referents import NAMED, RESOLVED, TWO
+from askbetter.clarifier.source_rewrites import AFTER_DIALOG, STANDALONE, UNRESOLVED_SUFFIXES
 from askbetter.clarifier.source_topic_shift import SUFFIX as TOPIC_SHIFT_SUFFIX
 
 def _ambignq_post(r: dict) -> bool:
@@ -52,6 +53,8 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
     "AmbigNQ post among others": lambda r: r["id"].endswith(CROWDED_SUFFIX),
     "CANARD two referents": lambda r: r["id"].endswith(TWO),
     "CANARD referent resolved": lambda r: r["id"].endswith(RESOLVED),
+    "CANARD referent named after a dialog": lambda r: r["id"].endswith(NAMED),
+    "standalone rewrite after a dialog": lambda r: r["id"].endswith(STANDALONE + AFTER_DIALOG),
     "CANARD follow-ups over passages": lambda r: r["id"].endswith(FOLLOWUP_SUFFIX),
     "pre": lambda r: r["setting"] == "pre",
     "post": lambda r: r["setting"] == "post",

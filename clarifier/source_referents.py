@@ -8,8 +8,9 @@ section) as the text; for half of the dialogs (`TITLE_IN_TEXT_SHARE`) the title 
 text's first line, as in documents retrieved from web pages. Then, per question:
 
 - **ambiguous** (`-two-referents`, clarify): the question alone or after another dialog (CANARD's
-  or TREC iKAT's, `source_rewrites.other_dialog`) that names neither referent, with its own passage and one of another dialog whose referent has the
-  same pronoun class ("he": another man) and is not named in the first passage. Both readings
+  or TREC iKAT's, `source_rewrites.other_dialog`) that names neither referent, with its own
+  passage and one of another dialog whose referent has the same pronoun class ("he": another
+  man) and is not named in the first passage. Both readings
   are on screen; the reference question names them ("Do you mean Frank Zappa or Miles Davis?").
 - **clear** (`-named`), for those asked after another dialog: the rewrite, which names the
   referent, after the same dialog and over the same passages. The pair differs only in the

@@ -46,7 +46,7 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
     "other underspecified": lambda r: (r["kind"] == "underspecified"
                                        and not r["id"].endswith(UNRESOLVED_SUFFIXES)),
     "all but unresolved": lambda r: not r["id"].endswith(UNRESOLVED_SUFFIXES),
-    "AmbigNQ after a dialog": lambda r: TOPIC_SHIFT_SUFFIX in r["id"],
+    "AmbigNQ after a dialog": lambda r: r["source"] == "ambignq" and TOPIC_SHIFT_SUFFIX in r["id"],
     "AmbigNQ post": _ambignq_post,
     "AmbigNQ post, two passages": lambda r: (_ambignq_post(r)
                                              and not r["id"].endswith(CROWDED_SUFFIX)),

@@ -34,6 +34,7 @@ from askbetter.clarifier.source_common import (
     MAX_DOC_CHARS,
     MAX_HISTORY_MESSAGES,
     RawDataError,
+    assistant,
     document,
     make_example,
     user,
@@ -254,7 +255,7 @@ def test_each_resolved_question_also_gives_its_rewrite_alone_or_after_another_di
 
 def test_other_dialog_draws_a_share_of_histories_with_a_long_answer(monkeypatch):
     def pair(i: int, answer_chars: int) -> source_rewrites.RewritePair:
-        history = [user(f"Tell me about topic{i}."), {"role": "assistant", "content": "x" * answer_chars}]
+        history = [user(f"Tell me about topic{i}."), assistant("x" * answer_chars)]
         return source_rewrites.RewritePair("canard", f"g{i}", "2", history, "Why?", "Why?")
 
     short, long = [pair(i, 40) for i in range(90)], [pair(i, 600) for i in range(90, 100)]

@@ -26,7 +26,7 @@ from askbetter.clarifier.words import content_words
 FOLDERS = (*source_ambignq.FOLDERS, "canard", "trec-ikat")
 DONOR_DATASETS = source_rewrites.DIALOG_DATASETS
 SHARE = 0.04  # of AmbigNQ's examples: 938 after the build's balancing (not capped)
-SUFFIX = "-after-dialog"
+SUFFIX = source_rewrites.AFTER_DIALOG
 
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:

@@ -8,10 +8,11 @@ those with two passages and those among others, see `crowding`),
 CANARD's `pre` hard negatives, and the other kinds together.
 It also shows CANARD's pronoun questions over passages (`source_referents`): those naming two
 referents, and their clear twins (the history naming the referent, or the question naming it after
-another dialog), and the standalone rewrites asked after another dialog. This reads the `--predictions` files of `askbetter eval` (one
-per adapter, same examples) and prints one markdown row per file, at the threshold each adapter
-ran with (its `decision`), at the threshold that is best on these examples (in-sample: an upper
-bound, not a result), and at each threshold given with `--at` (a threshold scan).
+another dialog), and the standalone rewrites asked after another dialog. This reads the
+`--predictions` files of `askbetter eval` (one per adapter, same examples) and prints one markdown
+row per file, at the threshold each adapter ran with (its `decision`), at the threshold that is
+best on these examples (in-sample: an upper bound, not a result), and at each threshold given
+with `--at` (a threshold scan).
 
     askbetter eval data/dev.jsonl --no-questions --adapter runs/s6/adapter --predictions runs/s6/dev.pred.jsonl
     python scripts/compare_predictions.py shipped=runs/eval/dev.pred.jsonl s6=runs/s6/dev.pred.jsonl

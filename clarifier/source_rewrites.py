@@ -33,6 +33,7 @@ import csv
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from askbetter.clarifier.source_common import (
@@ -155,27 +156,26 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
 
 @dataclass(frozen=True)
 class Donors:
-    """Other conversations' (capped, non-empty) histories by split: every one, and those with a
-    long assistant answer."""
+    """Other conversations' (capped, non-empty) histories by split."""
 
     every: dict[str, list[Donor]]
-    long: dict[str, list[Donor]]
+
+    @cached_property
+    def long(self) -> dict[str, list[Donor]]:
+        """Those of `every` with an assistant answer of at least `LONG_ANSWER_CHARS`."""
+        return {split: [d for d in donors if _has_long_answer(d[1])]
+                for split, donors in self.every.items()}
 
 
 def donor_histories(pairs: Iterable[RewritePair], seed: int) -> Donors:
     """The histories of `pairs`, by the split of their group: donors of another conversation's
     context for examples of the same split."""
     every: dict[str, list[Donor]] = defaultdict(list)
-    long: dict[str, list[Donor]] = defaultdict(list)
     for pair in pairs:
         if pair.history:
             group = f"{pair.dataset}:{pair.group}"
-            donor = (group, pair.history[-MAX_HISTORY_MESSAGES:])
-            every[split_of(group, seed)].append(donor)
-            if any(m["role"] == "assistant" and len(m["content"]) >= LONG_ANSWER_CHARS
-                   for m in donor[1]):
-                long[split_of(group, seed)].append(donor)
-    return Donors(every, long)
+            every[split_of(group, seed)].append((group, pair.history[-MAX_HISTORY_MESSAGES:]))
+    return Donors(dict(every))
 
 
 def other_dialog(
@@ -190,9 +190,9 @@ def other_dialog(
     `key`; for a `LONG_DONOR_SHARE` of keys, among the histories with a long answer when the
     split has any), or None."""
     split = split_of(group, seed)
-    pool = donors.every[split]
-    if donors.long[split] and stable_fraction(seed, "long-donor", key) < LONG_DONOR_SHARE:
-        pool = donors.long[split]
+    pool, long = donors.every.get(split, []), donors.long.get(split)
+    if long and stable_fraction(seed, "long-donor", key) < LONG_DONOR_SHARE:
+        pool = long
     start = int(stable_fraction(seed, "donor", key) * len(pool))
     for i in range(min(DONOR_TRIES, len(pool))):
         donor_group, history = pool[(start + i) % len(pool)]
@@ -232,6 +232,10 @@ def resolved_by_history(question: str, rewrite: str, history: list[Message]) -> 
 def added_words(question: str, rewrite: str) -> set[str]:
     """The content words the rewrite adds to the question: what the context had to supply."""
     return content_words(rewrite) - content_words(question)
+
+
+def _has_long_answer(history: list[Message]) -> bool:
+    return any(m["role"] == "assistant" and len(m["content"]) >= LONG_ANSWER_CHARS for m in history)
 
 
 def _words(history: list[Message]) -> set[str]:

@@ -31,6 +31,7 @@ from askbetter.clarifier.source_referents import NAMED, RESOLVED, TWO
 from askbetter.clarifier.source_rewrites import AFTER_DIALOG, STANDALONE, UNRESOLVED_SUFFIXES
 from askbetter.clarifier.source_topic_shift import SUFFIX as TOPIC_SHIFT_SUFFIX
 
+
 def _ambignq_post(r: dict) -> bool:
     return r["source"] == "ambignq" and r["setting"] == "post"
 

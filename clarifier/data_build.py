@@ -4,8 +4,8 @@ Each converter of `SOURCES` turns one dataset into `(group, example)` pairs; `so
 serves two, over three datasets (questions their history resolves, and the same questions with
 their pronoun left unresolved); `source_topic_shift` asks some of AmbigNQ's questions again after
 another dialog; `source_referents` sets CANARD's pronoun questions over passages that name
-two referents, `source_followups` its follow-ups that their dialog settles over passages. The
-build then
+two referents, `source_followups` its follow-ups that their dialog settles over passages,
+`source_answers` TREC iKAT's follow-ups over its grounded answers as passages. The build then
 1. drops examples whose input repeats an earlier one (same setting, messages and documents),
    and all of them when they disagree on the label;
 2. balances each source and setting: `NEGATIVES_PER_CLARIFY` negatives per clarify example,
@@ -40,6 +40,7 @@ from askbetter.clarifier import (
     crowding,
     source_abg_coqa,
     source_ambignq,
+    source_answers,
     source_followups,
     source_or_sharc,
     source_pacific,
@@ -83,6 +84,9 @@ SOURCES = (
     Source("topic-shift", source_topic_shift.FOLDERS, source_topic_shift.convert, False),
     Source("referents", source_referents.FOLDERS, source_referents.convert, False),
     Source("followups", source_followups.FOLDERS, source_followups.convert, False),
+    Source("answers", source_answers.FOLDERS, source_answers.convert, False),
+    Source("answers-unresolved", source_answers.FOLDERS, source_answers.convert_unresolved,
+           False),
 )
 
 ALL_FOLDERS = tuple(dict.fromkeys(f for s in SOURCES for f in s.folders))

@@ -57,7 +57,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
             continue
         group = f"canard:{p.group}"
         added = source_rewrites.added_words(p.question, p.rewrite)
-        other = _other_passage(by_split[split_of(group, seed)], p.group, added, base, seed)
+        other = other_passage(by_split[split_of(group, seed)], p.group, added, base, seed)
         if other is None:
             continue
         docs = ordered([passages[p.group], other], seed, base)
@@ -65,7 +65,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
                                   [*history, user(p.question)], None, "hard-negative", docs)
 
 
-def _other_passage(
+def other_passage(
     pool: list[tuple[str, Document]], group: str, avoid: set[str], key: str, seed: int
 ) -> Document | None:
     """Another dialog's passage from `pool` naming none of `avoid` (the first of `OTHER_TRIES`

@@ -98,6 +98,7 @@ class RewritePair:
     question: str
     rewrite: str
     title: str = ""  # CANARD: the Wikipedia article and section the dialog reads
+    answer: str = ""  # TREC iKAT: the assistant's response to this question
 
 
 def rewrite_pairs(raw_dir: Path) -> Iterator[RewritePair]:
@@ -296,8 +297,9 @@ def _ikat(folder: Path) -> Iterator[RewritePair]:
             history: list[Message] = []
             for turn in field(topic, "turns", where):
                 utterance = field(turn, "utterance", where)
+                response = str(turn.get("response") or "")
                 yield RewritePair(
                     "trec-ikat", group, f"{number}-{turn['turn_id']}", list(history), utterance,
-                    field(turn, "resolved_utterance", where),
+                    field(turn, "resolved_utterance", where), answer=response,
                 )  # fmt: skip
-                history += [user(utterance), assistant(str(turn.get("response") or ""))]
+                history += [user(utterance), assistant(response)]

@@ -1,0 +1,140 @@
+"""TREC iKAT's follow-ups after retrieval, over grounded answers as passages (`post`).
+
+A RAG conversation's follow-up comes after an assistant answer of a paragraph and over passages
+on its topic (IBM's clear fixture: "and if it is about service?" after an answer on billing
+complaints, over the utility's contact pages). CANARD's follow-ups over passages
+(`source_followups`) have short answers before them, and TREC iKAT, whose answers are
+paragraphs, has no passage text. But each iKAT response answers its question from the passages
+the assessors' system retrieved, so it reads as such a passage. For each iKAT question whose
+response is `grounded` (at least `source_rewrites.LONG_ANSWER_CHARS`, not itself a question),
+the passages are that response and another topic's (of the same split, naming none of the words
+the rewrite adds), in hashed order, and:
+
+- **hard negative** (`-over-answers`, clear): when the history resolves the question
+  (`source_rewrites.resolved_by_history`): the dialog settles it; the passages answer it.
+- **clear** (`-over-answers`): when the rewrite adds nothing, the question needs no context.
+- **underspecified** (`-other-dialog-over-answers`, clarify; `convert_unresolved`): for the
+  resolved questions with a pronoun the rewrite replaces, the question after another dialog's
+  history (`source_rewrites.other_dialog`, naming neither the referent nor a pronoun of its
+  class), over the other topic's passage and a third topic's: neither the conversation nor the
+  passages say what the pronoun means. (The own response would: it answers the question, so
+  the question over it reads as settled by the passages, a hard negative of the issue's kind.)
+
+Grouped by topic.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from askbetter.clarifier import source_rewrites
+from askbetter.clarifier.source_common import (
+    MAX_HISTORY_MESSAGES,
+    Converted,
+    document,
+    make_example,
+    split_of,
+    user,
+)
+from askbetter.clarifier.source_followups import other_passage
+from askbetter.clarifier.source_referents import ordered
+from askbetter.clarifier.source_rewrites import RewritePair
+from askbetter.clarifier.types import Document, Message
+
+FOLDERS = ("trec-ikat",)
+SUFFIX = "-over-answers"
+OTHER_DIALOG_SUFFIX = "-other-dialog" + SUFFIX
+
+
+@dataclass(frozen=True)
+class OverAnswers:
+    """A question with its history, over its response and another topic's."""
+
+    pair: RewritePair
+    group: str
+    base: str  # the example id before its suffix
+    history: list[Message]
+    resolved: bool  # by the history; else the question needs none
+    other: Document  # another topic's response, naming none of the words the rewrite adds
+    documents: list[Document]  # the question's own response and `other`, in hashed order
+
+
+def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
+    """Yield (iKAT topic group, example): per question with a grounded response and a history,
+    the question over its response and another topic's, clear when its history resolves it (a
+    hard negative) or it needs none."""
+    for q in over_answers(raw_dir, seed):
+        kind = "hard-negative" if q.resolved else "clear"
+        yield q.group, make_example(f"{q.base}{SUFFIX}", "trec-ikat", "post",
+                                    [*q.history, user(q.pair.question)], None, kind, q.documents)
+
+
+def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
+    """Yield (iKAT topic group, example): per resolved question of `over_answers` with a pronoun
+    the rewrite replaces, the question after another dialog's history over the other topic's
+    passage and a third's, to clarify (a separate converter, so that the build's balancing keeps
+    every clear one)."""
+    dialogs = [p for p in source_rewrites.rewrite_pairs(raw_dir)
+               if p.dataset in source_rewrites.DIALOG_DATASETS]
+    donors = source_rewrites.donor_histories(dialogs, seed)
+    pools = _pools(_grounded_pairs(dialogs), seed)
+    for q in over_answers(raw_dir, seed):
+        pronoun = source_rewrites.unresolved_pronoun(q.pair.question, q.pair.rewrite)
+        if not q.resolved or pronoun is None:
+            continue
+        same_class, _ = source_rewrites.pronoun_class(pronoun)
+        avoid = source_rewrites.added_words(q.pair.question, q.pair.rewrite) | same_class
+        pool = [(g, d) for g, d in pools[split_of(q.group, seed)] if d["id"] != q.other["id"]]
+        third = other_passage(pool, q.pair.group, avoid, f"{q.base}{OTHER_DIALOG_SUFFIX}", seed)
+        before = source_rewrites.other_dialog(donors, q.group, q.base, avoid, seed)
+        if third is not None and before is not None:
+            yield q.group, make_example(
+                f"{q.base}{OTHER_DIALOG_SUFFIX}", "trec-ikat", "post",
+                [*before, user(q.pair.question)], source_rewrites.clarifying_question(pronoun),
+                "underspecified", ordered([q.other, third], seed, q.base),
+            )  # fmt: skip
+
+
+def over_answers(raw_dir: Path, seed: int) -> Iterator[OverAnswers]:
+    """Each iKAT question with a history and a `grounded` response that its history resolves or
+    that needs no context, over that response and another topic's of the same split (naming none
+    of the words the rewrite adds), in hashed order."""
+    pairs = _grounded_pairs(source_rewrites.rewrite_pairs(raw_dir))
+    pools = _pools(pairs, seed)
+    for p in pairs:
+        group, base = f"trec-ikat:{p.group}", f"trec-ikat-{p.group}-{p.turn_id}"
+        history = p.history[-MAX_HISTORY_MESSAGES:]
+        added = source_rewrites.added_words(p.question, p.rewrite)
+        resolved = source_rewrites.resolved_by_history(p.question, p.rewrite, history)
+        if added and not resolved:
+            continue
+        other = other_passage(pools[split_of(group, seed)], p.group, added, base, seed)
+        if other is not None:
+            docs = ordered([_passage(p), other], seed, base)
+            yield OverAnswers(p, group, base, history, resolved, other, docs)
+
+
+def grounded(answer: str) -> bool:
+    """True for a response that reads as a retrieved passage: a few sentences, not a question
+    back to the user (iKAT's assistant sometimes asks one)."""
+    text = answer.strip()
+    return len(text) >= source_rewrites.LONG_ANSWER_CHARS and not text.endswith("?")
+
+
+def _passage(pair: RewritePair) -> Document:
+    return document(f"trec-ikat-{pair.turn_id}", pair.answer)
+
+
+def _grounded_pairs(pairs: Iterable[RewritePair]) -> list[RewritePair]:
+    return [p for p in pairs if p.dataset == "trec-ikat" and p.history and grounded(p.answer)]
+
+
+def _pools(pairs: list[RewritePair], seed: int) -> dict[str, list[tuple[str, Document]]]:
+    """The responses of `pairs` as passages, with their topic, by split."""
+    pools: dict[str, list[tuple[str, Document]]] = defaultdict(list)
+    for p in pairs:
+        pools[split_of(f"trec-ikat:{p.group}", seed)].append((p.group, _passage(p)))
+    return pools

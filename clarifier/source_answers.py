@@ -66,7 +66,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (iKAT topic group, example): per question with a grounded response and a history,
     the question over its response and another topic's, clear when its history resolves it (a
     hard negative) or it needs none."""
-    for q in over_answers(raw_dir, seed):
+    for q in over_answers(source_rewrites.rewrite_pairs(raw_dir), seed):
         kind = "hard-negative" if q.resolved else "clear"
         yield q.group, make_example(f"{q.base}{SUFFIX}", "trec-ikat", "post",
                                     [*q.history, user(q.pair.question)], None, kind, q.documents)
@@ -81,7 +81,7 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
                if p.dataset in source_rewrites.DIALOG_DATASETS]
     donors = source_rewrites.donor_histories(dialogs, seed)
     pools = _pools(_grounded_pairs(dialogs), seed)
-    for q in over_answers(raw_dir, seed):
+    for q in over_answers(dialogs, seed):
         pronoun = source_rewrites.unresolved_pronoun(q.pair.question, q.pair.rewrite)
         if not q.resolved or pronoun is None:
             continue
@@ -98,13 +98,13 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
             )  # fmt: skip
 
 
-def over_answers(raw_dir: Path, seed: int) -> Iterator[OverAnswers]:
-    """Each iKAT question with a history and a `grounded` response that its history resolves or
-    that needs no context, over that response and another topic's of the same split (naming none
-    of the words the rewrite adds), in hashed order."""
-    pairs = _grounded_pairs(source_rewrites.rewrite_pairs(raw_dir))
-    pools = _pools(pairs, seed)
-    for p in pairs:
+def over_answers(pairs: Iterable[RewritePair], seed: int) -> Iterator[OverAnswers]:
+    """Each iKAT question of `pairs` with a history and a `grounded` response that its history
+    resolves or that needs no context, over that response and another topic's of the same split
+    (naming none of the words the rewrite adds), in hashed order."""
+    kept = _grounded_pairs(pairs)
+    pools = _pools(kept, seed)
+    for p in kept:
         group, base = f"trec-ikat:{p.group}", f"trec-ikat-{p.group}-{p.turn_id}"
         history = p.history[-MAX_HISTORY_MESSAGES:]
         added = source_rewrites.added_words(p.question, p.rewrite)

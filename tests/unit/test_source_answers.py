@@ -100,3 +100,18 @@ def test_resolved_pronoun_questions_after_another_dialog_over_other_topics_ask(p
 ])  # fmt: skip
 def test_grounded_answers_are_long_and_not_a_question(answer, expected):
     assert source_answers.grounded(answer) is expected
+
+
+def test_the_fixture_slice_gives_follow_ups_over_their_own_responses():
+    """The real iKAT reader: each example's passages hold its turn's response, unchanged."""
+    responses = {f"trec-ikat-{p.turn_id}": p.answer for p in source_rewrites.rewrite_pairs(RAW)
+                 if p.dataset == "trec-ikat"}
+    made = [ex for _, ex in source_answers.convert(RAW, SEED)]
+    assert made
+    for ex in made:
+        # "trec-ikat-{topic}-{turn id}-over-answers"; the response's passage is "trec-ikat-{turn id}"
+        turn = ex["id"].removeprefix("trec-ikat-").removesuffix(source_answers.SUFFIX)
+        own = f"trec-ikat-{turn.split('-', 1)[1]}"
+        docs = {d["id"]: d["text"] for d in ex["documents"]}
+        assert docs[own] == responses[own] and source_answers.grounded(docs[own])
+        assert ex["setting"] == "post" and not needs_clarification(ex)

@@ -109,7 +109,7 @@ def test_the_fixture_slice_gives_follow_ups_over_their_own_responses():
     made = [ex for _, ex in source_answers.convert(RAW, SEED)]
     assert made
     for ex in made:
-        # "trec-ikat-{topic}-{turn id}-over-answers"; the response's passage is "trec-ikat-{turn id}"
+        # the id is "trec-ikat-{topic}-{turn}-over-answers", its passage "trec-ikat-{turn}"
         turn = ex["id"].removeprefix("trec-ikat-").removesuffix(source_answers.SUFFIX)
         own = f"trec-ikat-{turn.split('-', 1)[1]}"
         docs = {d["id"]: d["text"] for d in ex["documents"]}

@@ -53,6 +53,12 @@ ASSISTANT_TURN_SHARE = 0.5
 # when a passage must be cut, a word of the judged turn counts this many times a history word
 # in choosing which part of it to keep
 LAST_TURN_WEIGHT = 2
+# tokens kept back from the content budget for the section headers and separators
+HEADER_TOKENS = 16
+# an older turn that does not fit whole keeps its tail only when at least this many tokens are
+# left for it, less the tokens of its speaker label ("User: ")
+MIN_TAIL_TOKENS = 16
+SPEAKER_TOKENS = 3
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -139,7 +145,7 @@ def render_user_content(
             f"The user turn is longer than {last_budget} tokens; it was truncated for the "
             "clarifier.", stacklevel=3)
         last = _cut(tokenizer, last, last_budget)
-    budget = max_tokens - _n_tokens(tokenizer, last) - 16  # headers and separators
+    budget = max_tokens - _n_tokens(tokenizer, last) - HEADER_TOKENS
     docs = [d for d in (documents or []) if d.get("text", "").strip()]
     history_budget = int(budget * HISTORY_SHARE) if docs else budget
     history: list[str] = []
@@ -151,9 +157,10 @@ def render_user_content(
         n = _n_tokens(tokenizer, line)
         if used + n > history_budget:
             rest = history_budget - used
-            if rest > 16:
+            if rest > MIN_TAIL_TOKENS:
                 speaker, _, content = line.partition(": ")
-                history.insert(0, f"{speaker}: " + _cut(tokenizer, content, rest - 3, keep="tail"))
+                tail = _cut(tokenizer, content, rest - SPEAKER_TOKENS, keep="tail")
+                history.insert(0, f"{speaker}: {tail}")
                 used += rest
             break
         history.insert(0, line)

@@ -59,7 +59,6 @@ class OverAnswers:
     history: list[Message]
     resolved: bool  # by the history; else the question needs none
     other: Document  # another topic's response, naming none of the words the rewrite adds
-    documents: list[Document]  # the question's own response and `other`, in hashed order
 
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
@@ -68,8 +67,9 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     hard negative) or it needs none."""
     for q in over_answers(source_rewrites.rewrite_pairs(raw_dir), seed):
         kind = "hard-negative" if q.resolved else "clear"
+        docs = ordered([_passage(q.pair), q.other], seed, q.base)
         yield q.group, make_example(f"{q.base}{SUFFIX}", "trec-ikat", "post",
-                                    [*q.history, user(q.pair.question)], None, kind, q.documents)
+                                    [*q.history, user(q.pair.question)], None, kind, docs)
 
 
 def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
@@ -101,7 +101,7 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
 def over_answers(pairs: Iterable[RewritePair], seed: int) -> Iterator[OverAnswers]:
     """Each iKAT question of `pairs` with a history and a `grounded` response that its history
     resolves or that needs no context, over that response and another topic's of the same split
-    (naming none of the words the rewrite adds), in hashed order."""
+    (naming none of the words the rewrite adds)."""
     kept = _grounded_pairs(pairs)
     pools = _pools(kept, seed)
     for p in kept:
@@ -113,8 +113,7 @@ def over_answers(pairs: Iterable[RewritePair], seed: int) -> Iterator[OverAnswer
             continue
         other = other_passage(pools[split_of(group, seed)], p.group, added, base, seed)
         if other is not None:
-            docs = ordered([_passage(p), other], seed, base)
-            yield OverAnswers(p, group, base, history, resolved, other, docs)
+            yield OverAnswers(p, group, base, history, resolved, other)
 
 
 def grounded(answer: str) -> bool:

@@ -33,7 +33,7 @@ import csv
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 from askbetter.clarifier.source_common import (
@@ -101,19 +101,25 @@ class RewritePair:
     answer: str = ""  # TREC iKAT: the assistant's response to this question
 
 
-def rewrite_pairs(raw_dir: Path) -> Iterator[RewritePair]:
-    """Every (history, question, rewrite) of the datasets present under `raw_dir`."""
+@cache
+def rewrite_pairs(raw_dir: Path) -> tuple[RewritePair, ...]:
+    """Every (history, question, rewrite) of the datasets present under `raw_dir`. Parsed once per
+    folder and process: several converters read them (the build's would otherwise parse the same
+    files seven times); the pairs are frozen, and their histories must not be changed."""
     readers = {"canard": _canard, "trec-cast": _cast, "trec-ikat": _ikat}
-    for folder, reader in readers.items():
-        if (raw_dir / folder).is_dir():
-            yield from reader(raw_dir / folder)
+    return tuple(
+        pair
+        for folder, reader in readers.items()
+        if (raw_dir / folder).is_dir()
+        for pair in reader(raw_dir / folder)
+    )
 
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (dialog group, example): per question its history resolves, a pre hard negative
     (history and question) and a pre clear example (the rewrite, alone or after another
     dialog)."""
-    pairs = list(rewrite_pairs(raw_dir))
+    pairs = rewrite_pairs(raw_dir)
     donors = donor_histories(pairs, seed)
     for pair in pairs:
         history = pair.history[-MAX_HISTORY_MESSAGES:]
@@ -135,7 +141,7 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     question alone and the question after another dialog's history (from the same split, holding
     neither the rewrite's added words nor a pronoun of the same class), both `pre` examples that
     need a clarification question."""
-    pairs = list(rewrite_pairs(raw_dir))
+    pairs = rewrite_pairs(raw_dir)
     donors = donor_histories(pairs, seed)
     for pair in pairs:
         pronoun = unresolved_pronoun(pair.question, pair.rewrite)

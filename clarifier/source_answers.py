@@ -65,7 +65,8 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (iKAT topic group, example): per question with a grounded response and a history,
     the question over its response and another topic's, clear when its history resolves it (a
     hard negative) or it needs none."""
-    for q in over_answers(source_rewrites.rewrite_pairs(raw_dir), seed):
+    kept = _grounded_pairs(source_rewrites.rewrite_pairs(raw_dir))
+    for q in over_answers(kept, _pools(kept, seed), seed):
         kind = "hard-negative" if q.resolved else "clear"
         docs = ordered([_passage(q.pair), q.other], seed, q.base)
         yield q.group, make_example(f"{q.base}{SUFFIX}", "trec-ikat", "post",
@@ -80,8 +81,9 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     dialogs = [p for p in source_rewrites.rewrite_pairs(raw_dir)
                if p.dataset in source_rewrites.DIALOG_DATASETS]
     donors = source_rewrites.donor_histories(dialogs, seed)
-    pools = _pools(_grounded_pairs(dialogs), seed)
-    for q in over_answers(dialogs, seed):
+    kept = _grounded_pairs(dialogs)
+    pools = _pools(kept, seed)
+    for q in over_answers(kept, pools, seed):
         pronoun = source_rewrites.unresolved_pronoun(q.pair.question, q.pair.rewrite)
         if not q.resolved or pronoun is None:
             continue
@@ -98,12 +100,12 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
             )  # fmt: skip
 
 
-def over_answers(pairs: Iterable[RewritePair], seed: int) -> Iterator[OverAnswers]:
-    """Each iKAT question of `pairs` with a history and a `grounded` response that its history
-    resolves or that needs no context, over that response and another topic's of the same split
-    (naming none of the words the rewrite adds)."""
-    kept = _grounded_pairs(pairs)
-    pools = _pools(kept, seed)
+def over_answers(
+    kept: list[RewritePair], pools: dict[str, list[tuple[str, Document]]], seed: int
+) -> Iterator[OverAnswers]:
+    """Each question of `kept` (`_grounded_pairs`) that its history resolves or that needs no
+    context, over its response and another topic's from `pools` (`_pools(kept)`), of the same
+    split and naming none of the words the rewrite adds."""
     for p in kept:
         group, base = f"trec-ikat:{p.group}", f"trec-ikat-{p.group}-{p.turn_id}"
         history = p.history[-MAX_HISTORY_MESSAGES:]

@@ -14,6 +14,9 @@ two referents, `source_followups` its follow-ups that their dialog settles over 
 3. caps sources to a share of the total (`MAX_SHARE`: OR-ShARC teaches "ask for a missing fact",
    not ambiguity, AmbigNQ, being large, would otherwise swamp the rest, and the rewrite sets
    would outnumber every other `pre` source);
+   then adds, for a share of the AmbigNQ questions the caps kept ambiguous, one reading asked as
+   it is, alone and over two readings' passages (hard negatives:
+   `source_ambignq.convert_disambiguated`; after the caps, so that every other example stays);
 4. splits 80/10/10 by a hash of the group id and the seed, so a conversation, story, dialogue,
    rule or question lies in one split only, and shuffles each file deterministically (a prefix of
    a file is a representative sample);
@@ -138,6 +141,7 @@ def build_dataset(
     unique = _drop_repeats(items)
     report.repeats_dropped = len(items) - len(unique)
     kept = _cap_shares(_balance(unique, seed), seed)
+    kept += _disambiguated_twins(kept, raw_dir, seed)
     pools = crowding.passage_pools(raw_dir, seed)
     splits: dict[str, list[Example]] = {s: [] for s in SPLITS}
     for _, group, ex in kept:
@@ -152,6 +156,15 @@ def build_dataset(
         write_examples(report.files[split], examples)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _disambiguated_twins(kept: list[Item], raw_dir: Path, seed: int) -> list[Item]:
+    """`source_ambignq.convert_disambiguated`'s examples for AmbigNQ's ambiguous questions the
+    caps kept (after them, so that every other example stays as it is)."""
+    ambiguous = {it.group for it in kept
+                 if it.converter == "ambignq" and it.example["kind"] == "ambiguous"}
+    return [Item("disambiguated", g, ex)
+            for g, ex in source_ambignq.convert_disambiguated(raw_dir, seed, ambiguous)]
 
 
 def _present_sources(raw_dir: Path, report: BuildReport) -> list[Source]:

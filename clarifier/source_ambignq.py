@@ -13,6 +13,9 @@ question is on a related topic where one exists (`related_distractors`): it shar
 question but neither has the other's rarest word ("who played danny in grease" for "who played
 rizzo in grease"), so that, as with retrieved passages, being on topic does not make a second
 passage a second reading.
+`convert_disambiguated` (the build adds these after its caps): one of an ambiguous question's
+readings asked as it is, alone and over its own and another reading's passage, as hard negatives
+(the passages support several readings, but the question names one).
 Grouped by question.
 """
 
@@ -21,18 +24,22 @@ from __future__ import annotations
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from askbetter.clarifier.source_common import (
+    Signature,
     Converted,
     clip,
     document,
     field,
+    files_signature,
     load_json,
     make_example,
     require_file,
     rng_for,
+    stable_fraction,
     user,
 )
 from askbetter.clarifier.words import content_words
@@ -42,6 +49,8 @@ SOURCE = "ambignq"
 FOLDERS = ("ambignq",)
 FILES = ("train_light.json", "dev_light.json")
 MAX_READINGS = 3
+DISAMBIGUATED = "-disambiguated"  # id infix of `convert_disambiguated`'s examples
+DISAMBIGUATED_SHARE = 0.25  # of the ambiguous questions the build keeps
 MAX_PHRASE_WORDS = 6
 MAX_CLARIFICATION_CHARS = 200
 # words in more questions than this mark no topic (and would make the related-question search slow)
@@ -52,17 +61,30 @@ _LOWER_FIRST = {
 }  # fmt: skip
 
 Reading = tuple[str, str]  # (disambiguated question, its answer)
+Question = tuple[str, str, list[Reading]]  # (id, question, readings)
 
 
-def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
-    """Yield (question group, example) for every question of the train and dev files."""
+def questions_of(raw_dir: Path) -> tuple[Question, ...]:
+    """(id, question, readings) of every question of the train and dev files that `_parse`
+    keeps; parsed once while the files stay the same (two converters read them)."""
+    return _parsed_questions(raw_dir, files_signature(raw_dir / FOLDERS[0]))
+
+
+@cache
+def _parsed_questions(raw_dir: Path, signature: Signature) -> tuple[Question, ...]:
+    """`questions_of`, cached by the folder and the `signature` of its files (the cache key)."""
     folder = raw_dir / FOLDERS[0]
     parsed = []
     for name in FILES:
         path = require_file(folder, name)
         for i, record in enumerate(load_json(path)):
             parsed.append(_parse(record, f"{path} question {i}"))
-    questions = [p for p in parsed if p is not None]
+    return tuple(p for p in parsed if p is not None)
+
+
+def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
+    """Yield (question group, example) for every question of the train and dev files."""
+    questions = questions_of(raw_dir)
     pool = [_passage(*readings[0]) for _, _, readings in questions]
     related = related_distractors([question for _, question, _ in questions], seed)
     for k, (qid, question, readings) in enumerate(questions):
@@ -90,6 +112,30 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         yield group, make_example(
             f"{base}-one-reading-post", SOURCE, "post", messages, None, "hard-negative", docs
         )
+
+
+def convert_disambiguated(raw_dir: Path, seed: int, groups: set[str]) -> Iterator[Converted]:
+    """Yield (question group, example): for a `DISAMBIGUATED_SHARE` of the ambiguous questions of
+    `groups`, one of its readings asked as it is (the disambiguated question), alone (`pre`) and
+    over its own and another reading's passage (`post`), both hard negatives, as PACIFIC's
+    `original_question`: the passages support several readings of the vague question, but this
+    question names one. The build calls it after its caps, with the groups they kept."""
+    for qid, question, readings in questions_of(raw_dir):
+        group = f"{SOURCE}:{qid}"
+        if group not in groups or stable_fraction(seed, DISAMBIGUATED, qid) >= DISAMBIGUATED_SHARE:
+            continue
+        vague = question.lower().rstrip(" ?")
+        distinct = [r for r in readings if r[0].lower().rstrip(" ?") != vague]
+        if len(readings) < 2 or not distinct:
+            continue
+        rng = rng_for(seed, SOURCE, "disambiguated", qid)
+        asked = rng.choice(distinct)
+        other = rng.choice([r for r in readings if r != asked])
+        base, messages = f"{SOURCE}-{qid}{DISAMBIGUATED}", [user(asked[0])]
+        yield group, make_example(f"{base}-pre", SOURCE, "pre", messages, None, "hard-negative")
+        docs = _docs(rng, [_passage(*asked), _passage(*other)])
+        yield group, make_example(f"{base}-post", SOURCE, "post", messages, None, "hard-negative",
+                                  docs)
 
 
 def related_distractors(questions: list[str], seed: int) -> list[int | None]:

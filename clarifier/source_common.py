@@ -144,6 +144,19 @@ def require_file(folder: Path, name: str) -> Path:
     return path
 
 
+Signature = tuple[tuple[str, int, int], ...]
+
+
+def files_signature(*folders: Path) -> Signature:
+    """Path, size and modification time of every file under `folders`: a cache key for what is
+    parsed from them, which changes when the files do."""
+    return tuple(sorted(
+        (str(p), st.st_size, st.st_mtime_ns)
+        for folder in folders if folder.is_dir()
+        for p in folder.rglob("*") if p.is_file() for st in [p.stat()]
+    ))  # fmt: skip
+
+
 def load_json(path: Path) -> Any:
     """Parse a JSON file, naming the file in the error when it is broken."""
     try:

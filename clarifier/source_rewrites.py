@@ -37,6 +37,8 @@ from functools import cache, cached_property
 from pathlib import Path
 
 from askbetter.clarifier.source_common import (
+    Signature,
+    files_signature,
     MAX_HISTORY_MESSAGES,
     Converted,
     assistant,
@@ -101,11 +103,16 @@ class RewritePair:
     answer: str = ""  # TREC iKAT: the assistant's response to this question
 
 
-@cache
 def rewrite_pairs(raw_dir: Path) -> tuple[RewritePair, ...]:
-    """Every (history, question, rewrite) of the datasets present under `raw_dir`. Parsed once per
-    folder and process: several converters read them (the build's would otherwise parse the same
-    files seven times); the pairs are frozen, and their histories must not be changed."""
+    """Every (history, question, rewrite) of the datasets present under `raw_dir`. Parsed once
+    while the files stay the same: seven converters read them; the pairs are frozen, and their
+    histories must not be changed."""
+    return _parsed_pairs(raw_dir, files_signature(*(raw_dir / f for f in FOLDERS)))
+
+
+@cache
+def _parsed_pairs(raw_dir: Path, signature: Signature) -> tuple[RewritePair, ...]:
+    """`rewrite_pairs`, cached by the folder and the `signature` of its files (the cache key)."""
     readers = {"canard": _canard, "trec-cast": _cast, "trec-ikat": _ikat}
     return tuple(
         pair

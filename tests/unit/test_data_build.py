@@ -416,6 +416,8 @@ def test_build_writes_valid_shuffled_splits_and_counts_them(built):
 def test_no_group_lies_in_two_splits(built):
     _, splits = built
     group_of = {ex["id"]: g for source in SOURCES for g, ex in source.convert(RAW, 13)}
+    ambiguous = {g for g, ex in source_ambignq.convert(RAW, 13) if ex["kind"] == "ambiguous"}
+    group_of |= {ex["id"]: g for g, ex in source_ambignq.convert_disambiguated(RAW, 13, ambiguous)}
     seen: dict[str, str] = {}
     for split, examples in splits.items():
         for ex in examples:
@@ -642,3 +644,38 @@ def test_share_limits_cap_parts_to_their_share_of_the_total():
     loose = share_limits({"a": 100, "small": 10, "big": 1000}, {"small": 0.15, "big": 0.45})
     assert loose["small"] == 10 and loose["a"] == 100
     assert loose["big"] <= 0.45 * sum(loose.values()) + 1
+
+
+def test_disambiguated_readings_over_several_readings_are_hard_negatives(monkeypatch):
+    monkeypatch.setattr(source_ambignq, "DISAMBIGUATED_SHARE", 1.0)
+    ambiguous = {g for g, ex in converted(source_ambignq) if ex["kind"] == "ambiguous"}
+    pairs = list(source_ambignq.convert_disambiguated(RAW, 13, ambiguous))
+    readings = {f"{source_ambignq.SOURCE}:{qid}": (question, rs)
+                for qid, question, rs in source_ambignq.questions_of(RAW)}
+    assert {g for g, _ in pairs} == ambiguous and len(pairs) == 2 * len(ambiguous)
+    for group, ex in pairs:
+        question, rs = readings[group]
+        asked = ex["messages"][-1]["content"]
+        assert len(ex["messages"]) == 1 and asked in {q for q, _ in rs} and asked != question
+        assert ex["kind"] == "hard-negative" and ex["clarification"] is None
+        if ex["setting"] == "post":
+            texts = [d["text"] for d in ex["documents"]]
+            own = [t for t in texts if t.startswith(asked.rstrip(" ?"))]
+            others = [t for t in texts if t not in own]
+            # its own reading's passage and another reading's: two readings of the vague question
+            assert len(own) == 1 and len(others) == 1
+            assert any(others[0].startswith(q.rstrip(" ?")) for q, _ in rs if q != asked)
+    assert not list(source_ambignq.convert_disambiguated(RAW, 13, set()))
+
+
+def test_disambiguated_twins_leave_every_other_example_as_it_is(tmp_path, monkeypatch):
+    def build(share: float) -> dict[str, Example]:
+        monkeypatch.setattr(source_ambignq, "DISAMBIGUATED_SHARE", share)
+        out = tmp_path / str(share)
+        build_dataset(RAW, out, seed=13, progress=False)
+        return {ex["id"]: ex for s in SPLITS for ex in read_examples(out / f"{s}.jsonl")}
+
+    without, with_twins = build(0.0), build(1.0)
+    added = set(with_twins) - set(without)
+    assert added and all(source_ambignq.DISAMBIGUATED in i for i in added)
+    assert all(with_twins[i] == ex for i, ex in without.items())

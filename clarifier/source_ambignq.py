@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from askbetter.clarifier.source_common import (
-    Signature,
     Converted,
+    Signature,
     clip,
     document,
     field,

@@ -37,13 +37,13 @@ from functools import cache, cached_property
 from pathlib import Path
 
 from askbetter.clarifier.source_common import (
-    Signature,
-    files_signature,
     MAX_HISTORY_MESSAGES,
     Converted,
+    Signature,
     assistant,
     exchange,
     field,
+    files_signature,
     load_json,
     make_example,
     require_file,

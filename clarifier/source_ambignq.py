@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ def questions_of(raw_dir: Path) -> tuple[Question, ...]:
     return _parsed_questions(raw_dir, files_signature(raw_dir / FOLDERS[0]))
 
 
-@cache
+@lru_cache(maxsize=1)  # the latest parse only: a build reads one folder
 def _parsed_questions(raw_dir: Path, signature: Signature) -> tuple[Question, ...]:
     """`questions_of`, cached by the folder and the `signature` of its files (the cache key)."""
     folder = raw_dir / FOLDERS[0]

@@ -33,7 +33,7 @@ import csv
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from askbetter.clarifier.source_common import (
@@ -110,7 +110,7 @@ def rewrite_pairs(raw_dir: Path) -> tuple[RewritePair, ...]:
     return _parsed_pairs(raw_dir, files_signature(*(raw_dir / f for f in FOLDERS)))
 
 
-@cache
+@lru_cache(maxsize=1)  # the latest parse only: a build reads one folder
 def _parsed_pairs(raw_dir: Path, signature: Signature) -> tuple[RewritePair, ...]:
     """`rewrite_pairs`, cached by the folder and the `signature` of its files (the cache key)."""
     readers = {"canard": _canard, "trec-cast": _cast, "trec-ikat": _ikat}

@@ -14,14 +14,14 @@ two referents, `source_followups` its follow-ups that their dialog settles over 
 3. caps sources to a share of the total (`MAX_SHARE`: OR-ShARC teaches "ask for a missing fact",
    not ambiguity, AmbigNQ, being large, would otherwise swamp the rest, and the rewrite sets
    would outnumber every other `pre` source);
-   then adds, for a share of the AmbigNQ questions the caps kept ambiguous, one reading asked as
-   it is, alone and over two readings' passages (hard negatives:
-   `source_ambignq.convert_disambiguated`; after the caps, so that every other example stays);
-4. splits 80/10/10 by a hash of the group id and the seed, so a conversation, story, dialogue,
+4. sets a share of AmbigNQ's `post` examples among other passages, as a retriever returns them
+   (`crowding`; in place, so every count stays), from the passages of the split its group is in;
+5. adds, for a share of the AmbigNQ questions the caps kept ambiguous, one of the two readings
+   their `post` example shows, asked as it is, alone and over those very passages (hard
+   negatives: `source_ambignq.convert_disambiguated`; last, so that every other example stays);
+6. splits 80/10/10 by a hash of the group id and the seed, so a conversation, story, dialogue,
    rule or question lies in one split only, and shuffles each file deterministically (a prefix of
-   a file is a representative sample);
-5. sets a share of AmbigNQ's `post` examples among other passages, as a retriever returns them
-   (`crowding`; in place, so every count stays).
+   a file is a representative sample).
 Every choice is a hash of the seed and an id, so the same raw data and seed give the same files.
 """
 
@@ -141,12 +141,13 @@ def build_dataset(
     unique = _drop_repeats(items)
     report.repeats_dropped = len(items) - len(unique)
     kept = _cap_shares(_balance(unique, seed), seed)
-    kept += _disambiguated_twins(kept, raw_dir, seed)
     pools = crowding.passage_pools(raw_dir, seed)
+    kept = [it._replace(example=crowding.crowd(it.example, pools.get(split_of(it.group, seed), []),
+                                               seed)) for it in kept]
+    kept += _disambiguated_twins(kept, raw_dir, seed)
     splits: dict[str, list[Example]] = {s: [] for s in SPLITS}
     for _, group, ex in kept:
         split = split_of(group, seed)
-        ex = crowding.crowd(ex, pools.get(split, []), seed)
         splits[split].append(ex)
         label = "clarify" if needs_clarification(ex) else "clear"
         report.counts[(split, ex["source"], ex["setting"], ex["kind"], label)] += 1
@@ -159,12 +160,13 @@ def build_dataset(
 
 
 def _disambiguated_twins(kept: list[Item], raw_dir: Path, seed: int) -> list[Item]:
-    """`source_ambignq.convert_disambiguated`'s examples for AmbigNQ's ambiguous questions the
-    caps kept (after them, so that every other example stays as it is)."""
-    ambiguous = {it.group for it in kept
-                 if it.converter == "ambignq" and it.example["kind"] == "ambiguous"}
+    """`source_ambignq.convert_disambiguated`'s examples for the AmbigNQ ambiguous questions the
+    caps kept, from their `post` examples as crowding left them (added last, so that every other
+    example stays as it is)."""
+    partners = {it.group: it.example for it in kept if it.converter == "ambignq"
+                and it.example["kind"] == "ambiguous" and it.example["setting"] == "post"}
     return [Item("disambiguated", g, ex)
-            for g, ex in source_ambignq.convert_disambiguated(raw_dir, seed, ambiguous)]
+            for g, ex in source_ambignq.convert_disambiguated(raw_dir, seed, partners)]
 
 
 def _present_sources(raw_dir: Path, report: BuildReport) -> list[Source]:

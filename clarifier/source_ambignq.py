@@ -13,9 +13,10 @@ question is on a related topic where one exists (`related_distractors`): it shar
 question but neither has the other's rarest word ("who played danny in grease" for "who played
 rizzo in grease"), so that, as with retrieved passages, being on topic does not make a second
 passage a second reading.
-`convert_disambiguated` (the build adds these after its caps): one of an ambiguous question's
-readings asked as it is, alone and over its own and another reading's passage, as hard negatives
-(the passages support several readings, but the question names one).
+`convert_disambiguated` (the build adds these last, after its caps and crowding): one of an
+ambiguous question's two shown readings asked as it is, alone and over the very passages of the
+vague question's `post` example, as hard negatives (the passages support two readings, but the
+question names one).
 Grouped by question.
 """
 
@@ -23,11 +24,12 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from askbetter.clarifier.examples import Example
 from askbetter.clarifier.source_common import (
     Converted,
     Signature,
@@ -42,8 +44,8 @@ from askbetter.clarifier.source_common import (
     stable_fraction,
     user,
 )
-from askbetter.clarifier.words import content_words
 from askbetter.clarifier.types import Document
+from askbetter.clarifier.words import content_words
 
 SOURCE = "ambignq"
 FOLDERS = ("ambignq",)
@@ -114,28 +116,35 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         )
 
 
-def convert_disambiguated(raw_dir: Path, seed: int, groups: set[str]) -> Iterator[Converted]:
-    """Yield (question group, example): for a `DISAMBIGUATED_SHARE` of the ambiguous questions of
-    `groups`, one of its readings asked as it is (the disambiguated question), alone (`pre`) and
-    over its own and another reading's passage (`post`), both hard negatives, as PACIFIC's
-    `original_question`: the passages support several readings of the vague question, but this
-    question names one. The build calls it after its caps, with the groups they kept."""
+def convert_disambiguated(
+    raw_dir: Path, seed: int, partners: Mapping[str, Example]
+) -> Iterator[Converted]:
+    """Yield (question group, example): for a `DISAMBIGUATED_SHARE` of the ambiguous questions
+    whose `post` example (`<base>-post`, as the build left it, maybe crowded) `partners` holds by
+    group, one of the two readings whose passages that example shows, asked as it is (the
+    disambiguated question), alone (`pre`) and over that example's very passages (`post`), both
+    hard negatives, as PACIFIC's `original_question`: the passages support two readings of the
+    vague question, but this question names one. The `post` twin differs from its partner in the
+    question only (a minimal pair: `contrast.py` batches them together); its id is the partner's
+    with `DISAMBIGUATED` after the question id."""
     for qid, question, readings in questions_of(raw_dir):
         group = f"{SOURCE}:{qid}"
-        if group not in groups or stable_fraction(seed, DISAMBIGUATED, qid) >= DISAMBIGUATED_SHARE:
+        partner = partners.get(group)
+        if partner is None or stable_fraction(seed, DISAMBIGUATED, qid) >= DISAMBIGUATED_SHARE:
             continue
         vague = question.lower().rstrip(" ?")
-        distinct = [r for r in readings if r[0].lower().rstrip(" ?") != vague]
-        if len(readings) < 2 or not distinct:
+        shown = {d["text"] for d in partner["documents"]}
+        candidates = [r for r in readings
+                      if _passage(*r) in shown and r[0].lower().rstrip(" ?") != vague]
+        if not candidates:
             continue
-        rng = rng_for(seed, SOURCE, "disambiguated", qid)
-        asked = rng.choice(distinct)
-        other = rng.choice([r for r in readings if r != asked])
-        base, messages = f"{SOURCE}-{qid}{DISAMBIGUATED}", [user(asked[0])]
-        yield group, make_example(f"{base}-pre", SOURCE, "pre", messages, None, "hard-negative")
-        docs = _docs(rng, [_passage(*asked), _passage(*other)])
-        yield group, make_example(f"{base}-post", SOURCE, "post", messages, None, "hard-negative",
-                                  docs)
+        asked = rng_for(seed, SOURCE, "disambiguated", qid).choice(candidates)
+        base, messages = f"{SOURCE}-{qid}", [user(asked[0])]
+        yield group, make_example(f"{base}{DISAMBIGUATED}-pre", SOURCE, "pre", messages, None,
+                                  "hard-negative")
+        twin_id = partner["id"].replace(base, f"{base}{DISAMBIGUATED}", 1)
+        yield group, make_example(twin_id, SOURCE, "post", messages, None, "hard-negative",
+                                  partner["documents"])
 
 
 def related_distractors(questions: list[str], seed: int) -> list[int | None]:

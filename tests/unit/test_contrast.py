@@ -1,6 +1,12 @@
 """Contrast groups: the same question in contexts that give it different labels."""
 
-from askbetter.clarifier.contrast import MAX_GROUP, contrast_groups, question_key, with_contrasts
+from askbetter.clarifier.contrast import (
+    MAX_GROUP,
+    context_key,
+    contrast_groups,
+    question_key,
+    with_contrasts,
+)
 from example_factory import example
 
 
@@ -35,3 +41,27 @@ def test_each_sampled_example_brings_its_group_once() -> None:
             example(3, "pre", None, "clear", "a plain question")]
     units = with_contrasts([pool[1], pool[2], pool[0]], pool)
     assert [[m["id"] for m in u] for u in units] == [["ex-1", "ex-2"], ["ex-3"]]
+
+
+def test_one_context_with_two_questions_of_both_labels_is_a_group() -> None:
+    vague = example(1, "post", "Which film?", "ambiguous", "who played rizzo?")
+    named = example(2, "post", None, "hard-negative", "who played rizzo in the 1978 film?")
+    other = example(3, "post", "Which?", "ambiguous", "who played rizzo in the 1978 film?")
+    other["documents"] = [{"id": "d1", "text": "another passage"}]
+    bare = [example(4, "pre", "Which?", "ambiguous", "a"), example(5, "pre", None, "clear", "b")]
+    groups = contrast_groups([vague, named, other, *bare])
+    # the same two passages: vague and named; the same question: named and other; `pre`
+    # examples without a history share no context
+    assert sorted([m["id"] for m in g] for g in groups.values()) == [["ex-1", "ex-2"],
+                                                                     ["ex-2", "ex-3"]]
+    assert context_key(vague) == context_key(named) != context_key(other)
+    assert context_key(bare[0]) is None
+
+
+def test_a_sampled_example_brings_both_its_groups_and_nothing_twice() -> None:
+    vague = example(1, "post", "Which film?", "ambiguous", "who played rizzo?")
+    named = example(2, "post", None, "hard-negative", "who played rizzo in the 1978 film?")
+    other = example(3, "post", "Which?", "ambiguous", "who played rizzo in the 1978 film?")
+    other["documents"] = [{"id": "d1", "text": "another passage"}]
+    units = with_contrasts([named, vague, other], [vague, named, other])
+    assert [[m["id"] for m in u] for u in units] == [["ex-2", "ex-3", "ex-1"]]

@@ -416,12 +416,12 @@ def test_build_writes_valid_shuffled_splits_and_counts_them(built):
 def test_no_group_lies_in_two_splits(built):
     _, splits = built
     group_of = {ex["id"]: g for source in SOURCES for g, ex in source.convert(RAW, 13)}
-    ambiguous = {g for g, ex in source_ambignq.convert(RAW, 13) if ex["kind"] == "ambiguous"}
-    group_of |= {ex["id"]: g for g, ex in source_ambignq.convert_disambiguated(RAW, 13, ambiguous)}
     seen: dict[str, str] = {}
     for split, examples in splits.items():
         for ex in examples:
-            group = group_of[ex["id"].removesuffix(crowding.SUFFIX)]  # crowded in place
+            # crowded in place; a disambiguated twin is in its vague question's group
+            original = ex["id"].removesuffix(crowding.SUFFIX).replace(source_ambignq.DISAMBIGUATED, "")
+            group = group_of[original]
             assert seen.setdefault(group, split) == split
     assert len(set(seen.values())) > 1
 
@@ -646,26 +646,40 @@ def test_share_limits_cap_parts_to_their_share_of_the_total():
     assert loose["big"] <= 0.45 * sum(loose.values()) + 1
 
 
-def test_disambiguated_readings_over_several_readings_are_hard_negatives(monkeypatch):
+def test_disambiguated_readings_over_their_questions_passages_are_hard_negatives(monkeypatch):
     monkeypatch.setattr(source_ambignq, "DISAMBIGUATED_SHARE", 1.0)
-    ambiguous = {g for g, ex in converted(source_ambignq) if ex["kind"] == "ambiguous"}
-    pairs = list(source_ambignq.convert_disambiguated(RAW, 13, ambiguous))
+    partners = {g: ex for g, ex in converted(source_ambignq)
+                if ex["kind"] == "ambiguous" and ex["setting"] == "post"}
+    pairs = list(source_ambignq.convert_disambiguated(RAW, 13, partners))
     readings = {f"{source_ambignq.SOURCE}:{qid}": (question, rs)
                 for qid, question, rs in source_ambignq.questions_of(RAW)}
-    assert {g for g, _ in pairs} == ambiguous and len(pairs) == 2 * len(ambiguous)
+    assert {g for g, _ in pairs} == set(partners) and len(pairs) == 2 * len(partners)
     for group, ex in pairs:
         question, rs = readings[group]
         asked = ex["messages"][-1]["content"]
         assert len(ex["messages"]) == 1 and asked in {q for q, _ in rs} and asked != question
         assert ex["kind"] == "hard-negative" and ex["clarification"] is None
         if ex["setting"] == "post":
+            partner = partners[group]
+            # the vague question's very passages: its own reading's and another reading's
+            assert ex["documents"] == partner["documents"]
+            assert ex["id"] == partner["id"].replace("-post", "-disambiguated-post")
             texts = [d["text"] for d in ex["documents"]]
-            own = [t for t in texts if t.startswith(asked.rstrip(" ?"))]
-            others = [t for t in texts if t not in own]
-            # its own reading's passage and another reading's: two readings of the vague question
-            assert len(own) == 1 and len(others) == 1
-            assert any(others[0].startswith(q.rstrip(" ?")) for q, _ in rs if q != asked)
-    assert not list(source_ambignq.convert_disambiguated(RAW, 13, set()))
+            assert sum(t.startswith(asked.rstrip(" ?")) for t in texts) == 1
+    assert not list(source_ambignq.convert_disambiguated(RAW, 13, {}))
+
+
+def test_a_crowded_partner_gives_a_crowded_twin(monkeypatch):
+    monkeypatch.setattr(source_ambignq, "DISAMBIGUATED_SHARE", 1.0)
+    group, partner = next((g, ex) for g, ex in converted(source_ambignq)
+                          if ex["kind"] == "ambiguous" and ex["setting"] == "post")
+    extra = [document("x1", "Another passage about something else.")]
+    crowded = {**partner, "id": partner["id"] + crowding.SUFFIX,
+               "documents": extra + partner["documents"]}
+    twin = [ex for _, ex in source_ambignq.convert_disambiguated(RAW, 13, {group: crowded})
+            if ex["setting"] == "post"]
+    assert [t["documents"] for t in twin] == [crowded["documents"]]
+    assert twin[0]["id"].endswith(crowding.SUFFIX)
 
 
 def test_disambiguated_twins_leave_every_other_example_as_it_is(tmp_path, monkeypatch):

@@ -25,20 +25,18 @@ from __future__ import annotations
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from askbetter.clarifier.examples import Example
 from askbetter.clarifier.source_common import (
     Converted,
-    Signature,
     clip,
     document,
     field,
-    files_signature,
     load_json,
     make_example,
+    parsed_once,
     require_file,
     rng_for,
     stable_fraction,
@@ -66,15 +64,10 @@ Reading = tuple[str, str]  # (disambiguated question, its answer)
 Question = tuple[str, str, list[Reading]]  # (id, question, readings)
 
 
+@parsed_once(*FOLDERS)  # two converters read them
 def questions_of(raw_dir: Path) -> tuple[Question, ...]:
     """(id, question, readings) of every question of the train and dev files that `_parse`
-    keeps; parsed once while the files stay the same (two converters read them)."""
-    return _parsed_questions(raw_dir, files_signature(raw_dir / FOLDERS[0]))
-
-
-@lru_cache(maxsize=1)  # the latest parse only: a build reads one folder
-def _parsed_questions(raw_dir: Path, signature: Signature) -> tuple[Question, ...]:
-    """`questions_of`, cached by the folder and the `signature` of its files (the cache key)."""
+    keeps."""
     folder = raw_dir / FOLDERS[0]
     parsed = []
     for name in FILES:

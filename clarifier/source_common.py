@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache, wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from askbetter.clarifier.examples import Example, Setting, validate_example
 from askbetter.clarifier.types import Document, Message
@@ -145,6 +146,7 @@ def require_file(folder: Path, name: str) -> Path:
 
 
 Signature = tuple[tuple[str, int, int], ...]
+T = TypeVar("T")
 
 
 def files_signature(*folders: Path) -> Signature:
@@ -155,6 +157,25 @@ def files_signature(*folders: Path) -> Signature:
         for folder in folders if folder.is_dir()
         for p in folder.rglob("*") if p.is_file() for st in [p.stat()]
     ))  # fmt: skip
+
+
+def parsed_once(*folders: str) -> Callable[[Callable[[Path], T]], Callable[[Path], T]]:
+    """Decorator for `parse(raw_dir)`, read by several converters: it runs again only when the
+    raw folder or the files under its `folders` change (`files_signature`); the latest result is
+    kept, as a build reads one folder. Results are shared, so they must not be changed."""
+
+    def decorate(parse: Callable[[Path], T]) -> Callable[[Path], T]:
+        @lru_cache(maxsize=1)
+        def cached(raw_dir: Path, signature: Signature) -> T:
+            return parse(raw_dir)
+
+        @wraps(parse)
+        def parsed(raw_dir: Path) -> T:
+            return cached(raw_dir, files_signature(*(raw_dir / f for f in folders)))
+
+        return parsed
+
+    return decorate
 
 
 def load_json(path: Path) -> Any:

@@ -33,19 +33,18 @@ import csv
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 
 from askbetter.clarifier.source_common import (
     MAX_HISTORY_MESSAGES,
     Converted,
-    Signature,
     assistant,
     exchange,
     field,
-    files_signature,
     load_json,
     make_example,
+    parsed_once,
     require_file,
     split_of,
     stable_fraction,
@@ -103,16 +102,10 @@ class RewritePair:
     answer: str = ""  # TREC iKAT: the assistant's response to this question
 
 
+@parsed_once(*FOLDERS)  # seven converters read them
 def rewrite_pairs(raw_dir: Path) -> tuple[RewritePair, ...]:
-    """Every (history, question, rewrite) of the datasets present under `raw_dir`. Parsed once
-    while the files stay the same: seven converters read them; the pairs are frozen, and their
-    histories must not be changed."""
-    return _parsed_pairs(raw_dir, files_signature(*(raw_dir / f for f in FOLDERS)))
-
-
-@lru_cache(maxsize=1)  # the latest parse only: a build reads one folder
-def _parsed_pairs(raw_dir: Path, signature: Signature) -> tuple[RewritePair, ...]:
-    """`rewrite_pairs`, cached by the folder and the `signature` of its files (the cache key)."""
+    """Every (history, question, rewrite) of the datasets present under `raw_dir` (frozen pairs,
+    shared: their histories must not be changed)."""
     readers = {"canard": _canard, "trec-cast": _cast, "trec-ikat": _ikat}
     return tuple(
         pair

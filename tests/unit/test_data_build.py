@@ -37,6 +37,7 @@ from askbetter.clarifier.source_common import (
     assistant,
     document,
     make_example,
+    parsed_once,
     user,
 )
 
@@ -693,3 +694,18 @@ def test_disambiguated_twins_leave_every_other_example_as_it_is(tmp_path, monkey
     added = set(with_twins) - set(without)
     assert added and all(source_ambignq.DISAMBIGUATED in i for i in added)
     assert all(with_twins[i] == ex for i, ex in without.items())
+
+
+def test_parsed_once_parses_again_only_when_the_files_change(tmp_path):
+    calls = []
+
+    @parsed_once("folder")
+    def parse(raw_dir: Path) -> str:
+        calls.append(raw_dir)
+        return (raw_dir / "folder" / "f.txt").read_text()
+
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "f.txt").write_text("one")
+    assert parse(tmp_path) == parse(tmp_path) == "one" and len(calls) == 1
+    (tmp_path / "folder" / "f.txt").write_text("two!")
+    assert parse(tmp_path) == "two!" and len(calls) == 2

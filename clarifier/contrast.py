@@ -34,8 +34,9 @@ def question_key(example: Example) -> Key:
 
 
 def context_key(example: Example) -> Key | None:
-    """The source, the messages before the last one and the passages' texts, for a `post`
-    example (a `pre` example without history has no context to share); else None."""
+    """The source, the messages before the last one and the passages' texts (an empty string
+    between them) of a `post` example; None for a `pre` one, whose context, its history alone,
+    is shared by the turns of a dialog rather than by minimal pairs."""
     if example["setting"] != "post":
         return None
     history = tuple(f"{m['role']}: {m['content']}" for m in example["messages"][:-1])

@@ -25,10 +25,12 @@ from tqdm import tqdm
 
 from askbetter.clarifier.contrast import with_contrasts
 from askbetter.clarifier.examples import Example, check_documents, read_examples
-from askbetter.clarifier.prompt import CLEAR, prompt_ids
+from askbetter.clarifier.prompt import CLEAR, clear_token_id, prompt_ids
 from askbetter.settings import Settings
 
 log = logging.getLogger(__name__)
+
+PAIR_MARGIN = 1.0  # nats of log P(CLEAR) between a contrast unit's clear and clarify members
 
 
 @dataclass
@@ -46,6 +48,10 @@ class TrainConfig:
     # add each sampled example's contrast group (same question, other label; see contrast.py)
     # from train.jsonl and batch the group together
     contrast_pairs: bool = False
+    # with contrast_pairs: weight of a hinge term per contrast unit in a batch, asking each clear
+    # member's log P(CLEAR) at the first answer position to exceed each clarify member's by
+    # `PAIR_MARGIN` (so that a pair teaches what tells its members apart, not a shift of both)
+    pair_margin_weight: float = 0.0
     dev_examples: int = 400  # dev examples scored to pick the threshold (0: none, 0.5 until calibrated)
     max_input_tokens: int = 320  # prompt content budget (conversation + passages)
     max_target_tokens: int = 48
@@ -72,6 +78,10 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not self.stratum_power >= 0:  # also catches NaN
             raise ValueError(f"stratum_power must be 0 or more, not {self.stratum_power}")
+        if not self.pair_margin_weight >= 0:
+            raise ValueError(f"pair_margin_weight must be 0 or more, not {self.pair_margin_weight}")
+        if self.pair_margin_weight and not self.contrast_pairs:
+            raise ValueError("pair_margin_weight needs contrast_pairs (the units it compares)")
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -85,6 +95,8 @@ class Encoded:
     input_ids: list[int]
     n_prompt: int
     setting: str = "pre"
+    clear: bool = False  # the answer is CLEAR
+    unit: int = -1  # the contrast unit it is batched with (-1: none)
     labels: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -99,7 +111,7 @@ def encode(example: Example, tokenizer, cfg: TrainConfig) -> Encoded:
     target = tokenizer(answer.strip(), add_special_tokens=False).input_ids[: cfg.max_target_tokens]
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     target = target + ([end] if isinstance(end, int) and end >= 0 else [tokenizer.eos_token_id])
-    return Encoded(prompt + target, len(prompt), example["setting"])
+    return Encoded(prompt + target, len(prompt), example["setting"], answer == CLEAR)
 
 
 def make_batches(items: list[Encoded], cfg: TrainConfig, rng: random.Random,
@@ -133,13 +145,16 @@ def collate(items: list[Encoded], pad_id: int, multiple: int = 32) -> dict[str, 
     labels = torch.full((len(items), width), -100, dtype=torch.long)
     mask = torch.zeros((len(items), width), dtype=torch.long)
     first = torch.zeros((len(items), width), dtype=torch.bool)
+    units = torch.tensor([e.unit for e in items], dtype=torch.long)
+    clear = torch.tensor([e.clear for e in items], dtype=torch.bool)
     for r, e in enumerate(items):
         n = len(e.input_ids)
         ids[r, :n] = torch.tensor(e.input_ids)
         labels[r, :n] = torch.tensor(e.labels)
         mask[r, :n] = 1
         first[r, e.n_prompt] = True
-    return {"input_ids": ids, "labels": labels, "attention_mask": mask, "first": first}
+    return {"input_ids": ids, "labels": labels, "attention_mask": mask, "first": first,
+            "unit": units, "clear": clear}
 
 
 def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, first: torch.Tensor,
@@ -151,6 +166,22 @@ def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, first: torch.Tenso
         reduction="none").view(labels.shape)
     weights = (labels != -100).float() * torch.where(first, first_weight, 1.0)
     return (per_token * weights).sum() / weights.sum()
+
+
+def pair_margin_loss(logits: torch.Tensor, first: torch.Tensor, units: torch.Tensor,
+                     clear: torch.Tensor, clear_id: int, margin: float = PAIR_MARGIN) -> torch.Tensor:
+    """Mean over (clear, clarify) member pairs of one contrast unit (`units` >= 0) in the batch of
+    max(0, margin - (log P(CLEAR) of the clear one - that of the clarify one)), read where the
+    first answer token is predicted; 0 when the batch holds no such pair."""
+    rows, cols = first.nonzero(as_tuple=True)  # one first answer token per row
+    log_clear = torch.zeros(first.size(0), device=logits.device)
+    log_clear[rows] = torch.log_softmax(logits[rows, cols - 1].float(), dim=-1)[:, clear_id]
+    same_unit = (units[:, None] == units[None, :]) & (units[:, None] >= 0)
+    pairs = same_unit & clear[:, None] & ~clear[None, :]  # [i, j]: i clear, j clarify
+    if not pairs.any():
+        return logits.new_zeros(())
+    gaps = log_clear[:, None] - log_clear[None, :]
+    return torch.relu(margin - gaps[pairs]).mean()
 
 
 def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path) -> None:
@@ -225,6 +256,9 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     items = [encode(e, tokenizer, cfg) for e in tqdm(examples, desc="tokenising", leave=False)]
     positions = iter(range(len(items)))  # the items in `grouped` order, numbered per unit
     units = [[next(positions) for _ in unit] for unit in grouped]
+    for u, unit in enumerate(units):
+        for i in unit:
+            items[i].unit = u if len(unit) > 1 else -1
     rng = random.Random(cfg.seed)
     plan = [b for _ in range(cfg.epochs) for b in make_batches(items, cfg, rng, units)]
     total = min(len(plan), cfg.max_steps) if cfg.max_steps else len(plan)
@@ -242,7 +276,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     log_path = cfg.out_dir / "train_log.jsonl"
     _truncate_log(log_path, state["step"])
 
-    pad_id = pad_token_id(tokenizer)
+    pad_id, clear_id = pad_token_id(tokenizer), clear_token_id(tokenizer)
     model.train()
     log_file = log_path.open("a")
     bar = tqdm(total=total, initial=state["step"], desc="training", unit="step")
@@ -254,6 +288,10 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
                             enabled=use_autocast):
             logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
         loss = weighted_loss(logits, batch["labels"], batch["first"], cfg.first_token_weight)
+        pair = (pair_margin_loss(logits, batch["first"], batch["unit"], batch["clear"], clear_id)
+                if cfg.pair_margin_weight else None)
+        if pair is not None:
+            loss = loss + cfg.pair_margin_weight * pair
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
@@ -266,7 +304,9 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         state["loss_ema"] = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
         log_file.write(json.dumps({"step": state["step"], "loss": round(loss.item(), 4),
                                    "lr": scheduler.get_last_lr()[0], "tokens": state["tokens"],
-                                   "seconds": round(state["seconds"], 1)}) + "\n")
+                                   "seconds": round(state["seconds"], 1),
+                                   **({"pair_loss": round(pair.item(), 4)} if pair is not None
+                                      else {})}) + "\n")
         log_file.flush()
         bar.set_postfix(loss=f"{state['loss_ema']:.3f}", tok_s=f"{state['tokens'] / state['seconds']:.0f}")
         bar.update(1)

@@ -11,6 +11,7 @@ from askbetter.clarifier.train import (
     collate,
     encode,
     make_batches,
+    pair_margin_loss,
     peak_memory_mb,
     weighted_loss,
 )
@@ -94,6 +95,37 @@ def test_weighted_loss_counts_the_first_answer_token_more() -> None:
     weighted = weighted_loss(logits, labels, first, 3.0)
     expected = (3 * per_token[0] + per_token[1]) / 4
     assert weighted.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def _first_answer_logits(log_clear: list[float], clear_id: int = 3) -> torch.Tensor:
+    """Logits whose log P(token `clear_id`) at position 1 (predicting the answer at 2) is given."""
+    logits = torch.full((len(log_clear), 4, 5), -1e4)
+    for r, lp in enumerate(log_clear):
+        logits[r, 1, clear_id] = lp
+        logits[r, 1, 0] = torch.log(-torch.expm1(torch.tensor(lp)))  # the rest of the mass
+    return logits
+
+
+def test_pair_margin_loss_asks_clear_members_to_lead_their_unit_by_the_margin() -> None:
+    first = torch.zeros((4, 4), dtype=torch.bool)
+    first[:, 2] = True
+    units = torch.tensor([0, 0, 1, 1])
+    clear = torch.tensor([True, False, True, False])
+    # unit 0: the clear one leads by 0.2 nats (hinge 0.8); unit 1: by 2 nats (no loss)
+    logits = _first_answer_logits([-0.5, -0.7, -0.1, -2.1])
+    loss = pair_margin_loss(logits, first, units, clear, clear_id=3, margin=1.0)
+    assert loss.item() == pytest.approx((0.8 + 0.0) / 2, abs=1e-4)
+    # no unit (-1) or no pair of both labels: nothing to compare
+    alone = pair_margin_loss(logits, first, torch.tensor([-1, -1, 1, 2]), clear, clear_id=3)
+    assert alone.item() == 0.0
+
+
+def test_encode_marks_clear_answers_and_a_margin_needs_contrast_pairs() -> None:
+    cfg = TrainConfig(max_input_tokens=200)
+    assert encode(example(1, "pre", None, "clear"), ChatTokenizer(), cfg).clear
+    assert not encode(example(2, "pre", "Which one?", "ambiguous"), ChatTokenizer(), cfg).clear
+    with pytest.raises(ValueError, match="contrast_pairs"):
+        TrainConfig(pair_margin_weight=0.5)
 
 
 def test_the_step_log_is_cut_back_to_the_checkpoint_step(tmp_path) -> None:

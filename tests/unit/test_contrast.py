@@ -43,11 +43,17 @@ def test_each_sampled_example_brings_its_group_once() -> None:
     assert [[m["id"] for m in u] for u in units] == [["ex-1", "ex-2"], ["ex-3"]]
 
 
-def test_one_context_with_two_questions_of_both_labels_is_a_group() -> None:
+def _rizzo():
+    """A vague question and a reading over the same passage, and the reading over another."""
     vague = example(1, "post", "Which film?", "ambiguous", "who played rizzo?")
     named = example(2, "post", None, "hard-negative", "who played rizzo in the 1978 film?")
     other = example(3, "post", "Which?", "ambiguous", "who played rizzo in the 1978 film?")
     other["documents"] = [{"id": "d1", "text": "another passage"}]
+    return vague, named, other
+
+
+def test_one_context_with_two_questions_of_both_labels_is_a_group() -> None:
+    vague, named, other = _rizzo()
     bare = [example(4, "pre", "Which?", "ambiguous", "a"), example(5, "pre", None, "clear", "b")]
     groups = contrast_groups([vague, named, other, *bare])
     # the same two passages: vague and named; the same question: named and other; `pre`
@@ -59,9 +65,6 @@ def test_one_context_with_two_questions_of_both_labels_is_a_group() -> None:
 
 
 def test_a_sampled_example_brings_both_its_groups_and_nothing_twice() -> None:
-    vague = example(1, "post", "Which film?", "ambiguous", "who played rizzo?")
-    named = example(2, "post", None, "hard-negative", "who played rizzo in the 1978 film?")
-    other = example(3, "post", "Which?", "ambiguous", "who played rizzo in the 1978 film?")
-    other["documents"] = [{"id": "d1", "text": "another passage"}]
+    vague, named, other = _rizzo()
     units = with_contrasts([named, vague, other], [vague, named, other])
     assert [[m["id"] for m in u] for u in units] == [["ex-2", "ex-3", "ex-1"]]

@@ -290,9 +290,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         loss = weighted_loss(logits, batch["labels"], batch["first"], cfg.first_token_weight)
         pair = (pair_margin_loss(logits, batch["first"], batch["unit"], batch["clear"], clear_id)
                 if cfg.pair_margin_weight else None)
-        if pair is not None:
-            loss = loss + cfg.pair_margin_weight * pair
-        loss.backward()
+        (loss if pair is None else loss + cfg.pair_margin_weight * pair).backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
         scheduler.step()
@@ -302,6 +300,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         state["seconds"] += time.perf_counter() - started
         ema = state["loss_ema"]
         state["loss_ema"] = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
+        # "loss": the answer tokens' cross-entropy; "pair_loss": the hinge before its weight
         log_file.write(json.dumps({"step": state["step"], "loss": round(loss.item(), 4),
                                    "lr": scheduler.get_last_lr()[0], "tokens": state["tokens"],
                                    "seconds": round(state["seconds"], 1),

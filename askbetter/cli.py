@@ -214,10 +214,11 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from askbetter.clarifier.assets import ModelNotFound, ModelPackageMissing
     from askbetter.clarifier.examples import ExampleFormatError
     from askbetter.clarifier.source_common import RawDataError
+    from askbetter.clarifier.train import CheckpointMismatch
     from askbetter.retrieval.errors import RetrievalError
 
     return (UsageError, ModelPackageMissing, ModelNotFound, RetrievalError, ExampleFormatError,
-            RawDataError, FileNotFoundError)
+            RawDataError, CheckpointMismatch, FileNotFoundError)
 
 
 if __name__ == "__main__":

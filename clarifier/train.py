@@ -10,6 +10,7 @@ run started again with the same config resumes from it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -184,6 +185,30 @@ def pair_margin_loss(logits: torch.Tensor, first: torch.Tensor, units: torch.Ten
     return torch.relu(margin - gaps[pairs]).mean()
 
 
+def plan_digest(batches: list[list[int]], examples: list[Example]) -> str:
+    """A digest of the example ids of `batches`, in order: what the steps of a checkpoint trained
+    on, so that a resume can tell whether it would continue the same plan."""
+    digest = hashlib.sha256()
+    for batch in batches:
+        digest.update(json.dumps([examples[i]["id"] for i in batch]).encode())
+    return digest.hexdigest()
+
+
+class CheckpointMismatch(ValueError):
+    """A checkpoint that a run with these data and options cannot continue."""
+
+
+def check_resumable(saved: dict, done: str, ckpt: Path) -> None:
+    """Raise CheckpointMismatch when the checkpoint's steps trained on other batches than the first
+    `saved["step"]` of this run's plan (`done`, from `plan_digest`): other data, sample or seed.
+    Checkpoints written before the digest was recorded are taken as they are."""
+    if saved.get("plan_digest", done) != done:
+        raise CheckpointMismatch(
+            f"{ckpt} was written by a run on other training batches (train.jsonl, --max-examples, "
+            f"--seed or the sampling options differ); resume with the same data and options, or "
+            f"train into a new --out-dir")
+
+
 def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path) -> None:
     tmp = ckpt.with_name(ckpt.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -227,7 +252,6 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         if not f.is_file():
             raise FileNotFoundError(f"{f} not found: run `askbetter data build RAW_DIR --out {cfg.data_dir}` first")
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
-    (cfg.out_dir / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2))
 
     base = cfg.base_model or settings.base_model
     model, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)
@@ -269,10 +293,12 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     state = {"step": 0, "tokens": 0, "seconds": 0.0, "loss_ema": None}
     if resuming:
         saved = torch.load(ckpt / "trainer_state.pt", weights_only=False)
+        check_resumable(saved, plan_digest(plan[: saved["step"]], examples), ckpt)
         optimizer.load_state_dict(saved.pop("optimizer"))
         scheduler.load_state_dict(saved.pop("scheduler"))
         state.update(saved)
         log.warning("Resuming from %s at step %d/%d", ckpt, state["step"], total)
+    (cfg.out_dir / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2))
     log_path = cfg.out_dir / "train_log.jsonl"
     _truncate_log(log_path, state["step"])
 
@@ -311,6 +337,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         bar.update(1)
         if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
             state["peak_mb"] = peak_memory_mb(cfg.device, state.get("peak_mb"))
+            state["plan_digest"] = plan_digest(plan[: state["step"]], examples)
             _save_checkpoint(model, optimizer, scheduler, state, ckpt)
     bar.close()
     log_file.close()

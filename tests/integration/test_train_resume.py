@@ -45,6 +45,29 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path,
     assert 0.0 <= decision.score <= 1.0
 
 
+def test_train_refuses_to_resume_a_checkpoint_of_other_batches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Resuming with another seed would continue the checkpoint on another sample: the CLI says so
+    and leaves the run folder as it was."""
+    from askbetter.cli import main
+    from askbetter.clarifier.data_build import build_dataset
+
+    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False)
+    run = tmp_path / "run"
+    options = ["train", "--data-dir", str(tmp_path / "data"), "--out-dir", str(run),
+               "--max-examples", "8", "--dev-examples", "0", "--max-input-tokens", "64",
+               "--batch-tokens", "256", "--max-batch-size", "2", "--checkpoint-every", "1",
+               "--max-steps", "2", "--contrast-pairs"]
+    assert main(options) == 0
+    kept = {f: (run / f).read_bytes() for f in ("train_config.json", "train_log.jsonl",
+                                                "checkpoint/trainer_state.pt")}
+    assert main([*options, "--seed", "14"]) == 1
+    assert "other training batches" in capsys.readouterr().err
+    assert {f: (run / f).read_bytes() for f in kept} == kept
+    assert main(options) == 0  # the same options still resume
+
+
 def test_train_continues_an_existing_adapter(tmp_path: Path) -> None:
     """`init_adapter` starts from the given adapter's weights (not a fresh LoRA, whose B is zero)
     and keeps its LoRA shape, also when the run resumes from its checkpoint; the record of the

@@ -6,13 +6,16 @@ import pytest
 import torch
 
 from askbetter.clarifier.train import (
+    CheckpointMismatch,
     Encoded,
     TrainConfig,
+    check_resumable,
     collate,
     encode,
     make_batches,
     pair_margin_loss,
     peak_memory_mb,
+    plan_digest,
     weighted_loss,
 )
 from example_factory import example
@@ -168,3 +171,16 @@ def test_a_resumed_run_keeps_the_peak_memory_of_the_processes_before_it():
     assert now > 0
     assert peak_memory_mb("cpu", {"peak_rss_mb": now + 1000}) == {"peak_rss_mb": now + 1000}
     assert peak_memory_mb("cpu", {"peak_rss_mb": 1})["peak_rss_mb"] >= now
+
+
+def test_a_checkpoint_resumes_only_the_batches_it_trained_on(tmp_path) -> None:
+    examples = [example(i, "pre", None, "clear") for i in range(4)]
+    done = plan_digest([[0, 1], [2]], examples)
+    assert done == plan_digest([[0, 1], [2]], list(examples))
+    others = [plan_digest([[1, 0], [2]], examples), plan_digest([[0, 1], [3]], examples),
+              plan_digest([[0], [1, 2]], examples)]
+    assert done not in others and len(set(others)) == 3
+    check_resumable({"step": 2, "plan_digest": done}, done, tmp_path)
+    check_resumable({"step": 2}, done, tmp_path)  # written before digests were recorded
+    with pytest.raises(CheckpointMismatch, match="other training batches"):
+        check_resumable({"step": 2, "plan_digest": others[0]}, done, tmp_path)

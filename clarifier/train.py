@@ -104,15 +104,16 @@ class Encoded:
         self.labels = [-100] * self.n_prompt + self.input_ids[self.n_prompt:]
 
 
-def encode(example: Example, tokenizer, cfg: TrainConfig) -> Encoded:
-    """Prompt ids + answer ids (`CLEAR` or the reference question) + end of turn."""
+def encode(example: Example, tokenizer, cfg: TrainConfig, unit: int = -1) -> Encoded:
+    """Prompt ids + answer ids (`CLEAR` or the reference question) + end of turn; `unit` numbers
+    the contrast unit the example is batched with (-1: none)."""
     prompt = prompt_ids(example["messages"], check_documents(example), tokenizer,
                         cfg.max_input_tokens, "tuned")
     answer = example["clarification"] if example["clarification"] is not None else CLEAR
     target = tokenizer(answer.strip(), add_special_tokens=False).input_ids[: cfg.max_target_tokens]
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     target = target + ([end] if isinstance(end, int) and end >= 0 else [tokenizer.eos_token_id])
-    return Encoded(prompt + target, len(prompt), example["setting"], answer == CLEAR)
+    return Encoded(prompt + target, len(prompt), example["setting"], answer == CLEAR, unit)
 
 
 def make_batches(items: list[Encoded], cfg: TrainConfig, rng: random.Random,
@@ -277,12 +278,13 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
                 if cfg.max_examples else pool)
     grouped = with_contrasts(examples, pool) if cfg.contrast_pairs else [[e] for e in examples]
     examples = [e for unit in grouped for e in unit]
-    items = [encode(e, tokenizer, cfg) for e in tqdm(examples, desc="tokenising", leave=False)]
-    positions = iter(range(len(items)))  # the items in `grouped` order, numbered per unit
-    units = [[next(positions) for _ in unit] for unit in grouped]
-    for u, unit in enumerate(units):
-        for i in unit:
-            items[i].unit = u if len(unit) > 1 else -1
+    items: list[Encoded] = []
+    units: list[list[int]] = []  # the positions in `items` of each unit of `grouped`
+    with tqdm(total=len(examples), desc="tokenising", leave=False) as bar:
+        for u, unit in enumerate(grouped):
+            units.append(list(range(len(items), len(items) + len(unit))))
+            items += [encode(e, tokenizer, cfg, u if len(unit) > 1 else -1) for e in unit]
+            bar.update(len(unit))
     rng = random.Random(cfg.seed)
     plan = [b for _ in range(cfg.epochs) for b in make_batches(items, cfg, rng, units)]
     total = min(len(plan), cfg.max_steps) if cfg.max_steps else len(plan)

@@ -98,11 +98,12 @@ Stratum = tuple[str, str, bool | str, bool]  # source, setting, label or kind, h
 
 
 class Item(NamedTuple):
-    """An example with the converter that made it and its group."""
+    """An example with the converter that made it, its group and the split of that group."""
 
     converter: str
     group: str
     example: Example
+    split: str
 
 
 @dataclass
@@ -136,18 +137,18 @@ def build_dataset(
     sources = _present_sources(raw_dir, report)
     items: list[Item] = []
     for source in tqdm(sources, desc="data build", unit="source", disable=not progress):
-        items += [Item(source.name, g, ex) for g, ex in source.convert(raw_dir, seed)]
+        items += [Item(source.name, g, ex, split_of(g, seed))
+                  for g, ex in source.convert(raw_dir, seed)]
     _check_unique_ids(it.example for it in items)
     unique = _drop_repeats(items)
     report.repeats_dropped = len(items) - len(unique)
     kept = _cap_shares(_balance(unique, seed), seed)
     pools = crowding.passage_pools(raw_dir, seed)
-    kept = [it._replace(example=crowding.crowd(it.example, pools.get(split_of(it.group, seed), []),
-                                               seed)) for it in kept]
+    kept = [it._replace(example=crowding.crowd(it.example, pools.get(it.split, []), seed))
+            for it in kept]
     kept += _disambiguated_twins(kept, raw_dir, seed)
     splits: dict[str, list[Example]] = {s: [] for s in SPLITS}
-    for _, group, ex in kept:
-        split = split_of(group, seed)
+    for _, _, ex, split in kept:
         splits[split].append(ex)
         label = "clarify" if needs_clarification(ex) else "clear"
         report.counts[(split, ex["source"], ex["setting"], ex["kind"], label)] += 1
@@ -165,7 +166,7 @@ def _disambiguated_twins(kept: list[Item], raw_dir: Path, seed: int) -> list[Ite
     example stays as it is)."""
     partners = {it.group: it.example for it in kept if it.converter == "ambignq"
                 and it.example["kind"] == "ambiguous" and it.example["setting"] == "post"}
-    return [Item("disambiguated", g, ex)
+    return [Item("disambiguated", g, ex, split_of(g, seed))
             for g, ex in source_ambignq.convert_disambiguated(raw_dir, seed, partners)]
 
 

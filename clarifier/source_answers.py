@@ -59,14 +59,14 @@ class OverAnswers:
     history: list[Message]
     resolved: bool  # by the history; else the question needs none
     other: Document  # another topic's response, naming none of the words the rewrite adds
+    pool: list[tuple[str, Document]]  # the responses of its split, with their topic (`_pools`)
 
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (iKAT topic group, example): per question with a grounded response and a history,
     the question over its response and another topic's, clear when its history resolves it (a
     hard negative) or it needs none."""
-    kept = _grounded_pairs(source_rewrites.rewrite_pairs(raw_dir))
-    for q in over_answers(kept, _pools(kept, seed), seed):
+    for q in over_answers(source_rewrites.rewrite_pairs(raw_dir), seed):
         kind = "hard-negative" if q.resolved else "clear"
         docs = ordered([_passage(q.pair), q.other], seed, q.base)
         yield q.group, make_example(f"{q.base}{SUFFIX}", "trec-ikat", "post",
@@ -81,15 +81,13 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     dialogs = [p for p in source_rewrites.rewrite_pairs(raw_dir)
                if p.dataset in source_rewrites.DIALOG_DATASETS]
     donors = source_rewrites.donor_histories(dialogs, seed)
-    kept = _grounded_pairs(dialogs)
-    pools = _pools(kept, seed)
-    for q in over_answers(kept, pools, seed):
+    for q in over_answers(dialogs, seed):
         pronoun = source_rewrites.unresolved_pronoun(q.pair.question, q.pair.rewrite)
         if not q.resolved or pronoun is None:
             continue
         same_class, _ = source_rewrites.pronoun_class(pronoun)
         avoid = source_rewrites.added_words(q.pair.question, q.pair.rewrite) | same_class
-        pool = [(g, d) for g, d in pools[split_of(q.group, seed)] if d["id"] != q.other["id"]]
+        pool = [(g, d) for g, d in q.pool if d["id"] != q.other["id"]]
         third = other_passage(pool, q.pair.group, avoid, f"{q.base}{OTHER_DIALOG_SUFFIX}", seed)
         before = source_rewrites.other_dialog(donors, q.group, q.base, avoid, seed)
         if third is not None and before is not None:
@@ -100,12 +98,12 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
             )  # fmt: skip
 
 
-def over_answers(
-    kept: list[RewritePair], pools: dict[str, list[tuple[str, Document]]], seed: int
-) -> Iterator[OverAnswers]:
-    """Each question of `kept` (`_grounded_pairs`) that its history resolves or that needs no
-    context, over its response and another topic's from `pools` (`_pools(kept)`), of the same
-    split and naming none of the words the rewrite adds."""
+def over_answers(pairs: Iterable[RewritePair], seed: int) -> Iterator[OverAnswers]:
+    """Each grounded iKAT question of `pairs` (`_grounded_pairs`) that its history resolves or
+    that needs no context, over its response and another topic's response of the same split
+    (`_pools`) naming none of the words the rewrite adds."""
+    kept = _grounded_pairs(pairs)
+    pools = _pools(kept, seed)
     for p in kept:
         group, base = f"trec-ikat:{p.group}", f"trec-ikat-{p.group}-{p.turn_id}"
         history = p.history[-MAX_HISTORY_MESSAGES:]
@@ -113,9 +111,10 @@ def over_answers(
         resolved = source_rewrites.resolved_by_history(p.question, p.rewrite, history)
         if added and not resolved:
             continue
-        other = other_passage(pools[split_of(group, seed)], p.group, added, base, seed)
+        pool = pools[split_of(group, seed)]
+        other = other_passage(pool, p.group, added, base, seed)
         if other is not None:
-            yield OverAnswers(p, group, base, history, resolved, other)
+            yield OverAnswers(p, group, base, history, resolved, other, pool)
 
 
 def grounded(answer: str) -> bool:

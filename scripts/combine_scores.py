@@ -1,0 +1,58 @@
+"""Would two adapters decide better together? Their scores combined by a weighted mean of log-odds.
+
+Reads two `--predictions` files of `askbetter eval` / `askbetter calibrate` on the same labelled
+examples (dev) and prints, for each weight on A: the ROC-AUC of the combined score on all of them,
+and the accuracy and F1-clarify on a random half with the threshold picked on the other half (so
+the threshold is not scored in-sample). Weight 0 is B alone.
+
+    python scripts/combine_scores.py runs/fresh1/dev2.pred.jsonl runs/eval/dev.s19.pred.jsonl
+"""
+
+import json
+import math
+import random
+import sys
+from pathlib import Path
+
+from askbetter.clarifier.metrics import classification, pick_threshold
+
+WEIGHTS = (0.0, 0.2, 0.35, 0.5)
+
+
+def read_predictions(path: Path) -> dict[str, dict]:
+    """Prediction rows by example id."""
+    with path.open() as f:
+        return {row["id"]: row for row in map(json.loads, filter(str.strip, f))}
+
+
+def logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def combined(a: float, b: float, weight: float) -> float:
+    """The probability whose log-odds are `weight` * A's + (1 - `weight`) * B's."""
+    return 1 / (1 + math.exp(-(weight * logit(a) + (1 - weight) * logit(b))))
+
+
+def main(path_a: str, path_b: str, seed: int = 0) -> None:
+    a, b = read_predictions(Path(path_a)), read_predictions(Path(path_b))
+    ids = sorted(set(a) & set(b))
+    calibration = set(random.Random(seed).sample(ids, len(ids) // 2))
+    held = [i for i in ids if i not in calibration]
+    labels = {i: bool(a[i]["label"]) for i in ids}
+    for weight in WEIGHTS:
+        score = {i: combined(a[i]["score"], b[i]["score"], weight) for i in ids}
+        threshold = pick_threshold([labels[i] for i in calibration], [score[i] for i in calibration])
+        half = classification([labels[i] for i in held], [score[i] >= threshold for i in held],
+                              [score[i] for i in held])
+        whole = classification([labels[i] for i in ids], [score[i] >= threshold for i in ids],
+                               [score[i] for i in ids])
+        print(f"weight on A {weight:.2f}: held-out half accuracy {half['accuracy']:.3f}, "
+              f"F1 {half['f1_clarify']:.3f} (n={len(held)}); AUC on all {whole['auc']:.3f} (n={len(ids)})")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2])

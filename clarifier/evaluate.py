@@ -244,6 +244,12 @@ def write_predictions(path: Path, predictions: Sequence[Prediction]) -> None:
             fh.write(json.dumps(dataclasses.asdict(p), ensure_ascii=False) + "\n")
 
 
+def read_predictions(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a `--predictions` file (`write_predictions`), in order, as dicts."""
+    with Path(path).open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
 def format_report(report: dict[str, Any]) -> str:
     """A readable summary: overall and per-setting figures, accuracy per kind, question quality,
     seconds per example."""

@@ -8,21 +8,16 @@ the threshold is not scored in-sample). Weight 0 is B alone.
     python scripts/combine_scores.py runs/fresh1/dev2.pred.jsonl runs/eval/dev.s19.pred.jsonl
 """
 
-import json
 import math
 import random
 import sys
-from pathlib import Path
 
+from sklearn.metrics import roc_auc_score
+
+from askbetter.clarifier.evaluate import read_predictions
 from askbetter.clarifier.metrics import classification, pick_threshold
 
 WEIGHTS = (0.0, 0.2, 0.35, 0.5)
-
-
-def read_predictions(path: Path) -> dict[str, dict]:
-    """Prediction rows by example id."""
-    with path.open() as f:
-        return {row["id"]: row for row in map(json.loads, filter(str.strip, f))}
 
 
 def logit(p: float) -> float:
@@ -36,20 +31,19 @@ def combined(a: float, b: float, weight: float) -> float:
 
 
 def main(path_a: str, path_b: str, seed: int = 0) -> None:
-    a, b = read_predictions(Path(path_a)), read_predictions(Path(path_b))
+    a, b = ({row["id"]: row for row in read_predictions(path)} for path in (path_a, path_b))
     ids = sorted(set(a) & set(b))
-    calibration = set(random.Random(seed).sample(ids, len(ids) // 2))
-    held = [i for i in ids if i not in calibration]
+    calibration = random.Random(seed).sample(ids, len(ids) // 2)
+    held = sorted(set(ids) - set(calibration))
     labels = {i: bool(a[i]["label"]) for i in ids}
     for weight in WEIGHTS:
         score = {i: combined(a[i]["score"], b[i]["score"], weight) for i in ids}
         threshold = pick_threshold([labels[i] for i in calibration], [score[i] for i in calibration])
         half = classification([labels[i] for i in held], [score[i] >= threshold for i in held],
                               [score[i] for i in held])
-        whole = classification([labels[i] for i in ids], [score[i] >= threshold for i in ids],
-                               [score[i] for i in ids])
+        auc = roc_auc_score([labels[i] for i in ids], [score[i] for i in ids])
         print(f"weight on A {weight:.2f}: held-out half accuracy {half['accuracy']:.3f}, "
-              f"F1 {half['f1_clarify']:.3f} (n={len(held)}); AUC on all {whole['auc']:.3f} (n={len(ids)})")
+              f"F1 {half['f1_clarify']:.3f} (n={len(held)}); AUC on all {auc:.3f} (n={len(ids)})")
 
 
 if __name__ == "__main__":

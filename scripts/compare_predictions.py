@@ -21,12 +21,11 @@ with `--at` (a threshold scan).
     python scripts/compare_predictions.py --at=0.5,0.65 s6=runs/s6/dev.pred.jsonl
 """
 
-import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from askbetter.clarifier.crowding import SUFFIX as CROWDED_SUFFIX
+from askbetter.clarifier.evaluate import read_predictions
 from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.clarifier.source_answers import OTHER_DIALOG_SUFFIX as OVER_OTHER_ANSWERS
 from askbetter.clarifier.source_answers import SUFFIX as OVER_ANSWERS
@@ -86,8 +85,7 @@ def main(args: list[str]) -> int:
     if not args or any("=" not in a for a in args):
         print(__doc__, file=sys.stderr)
         return 2
-    runs = {name: [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-            for name, path in (a.split("=", 1) for a in args)}
+    runs = {name: read_predictions(path) for name, path in (a.split("=", 1) for a in args)}
     ids = {name: [r["id"] for r in rows] for name, rows in runs.items()}
     if len({tuple(v) for v in ids.values()}) > 1:
         raise SystemExit("the prediction files do not hold the same examples in the same order")

@@ -1,5 +1,6 @@
 """The evaluation runner with a scripted fake clarifier and a fake embedder."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -247,3 +248,12 @@ def test_format_report_mentions_every_section():
         assert needle in text
     report["auc"] = None
     assert "n/a" in ev.format_report(report)
+
+
+def test_read_predictions_reads_back_what_write_predictions_wrote(tmp_path):
+    rows = [ev.Prediction("a", "test", "pre", "clear", False, 0.1, False, None, None, 0.5),
+            ev.Prediction("b", "test", "post", "ambiguous", True, 0.8, True, "Which one?", "Which?", 0.4)]
+    path = tmp_path / "preds.jsonl"
+    ev.write_predictions(path, rows)
+    path.write_text(path.read_text() + "\n")  # a trailing blank line is skipped
+    assert ev.read_predictions(path) == [dataclasses.asdict(r) for r in rows]

@@ -13,6 +13,9 @@ the rewrite adds), in hashed order, and:
 - **hard negative** (`-over-answers`, clear): when the history resolves the question
   (`source_rewrites.resolved_by_history`): the dialog settles it; the passages answer it.
 - **clear** (`-over-answers`): when the rewrite adds nothing, the question needs no context.
+- the same two, over its response and up to `TOPIC_ANSWERS_MAX` other responses on its topic
+  that its history does not hold (`-over-topic-answers`): several on-topic passages, as a
+  retriever returns for a follow-up (IBM's clear request), none of them a second reading.
 - **underspecified** (`-other-dialog-over-answers`, clarify; `convert_unresolved`): for the
   resolved questions with a pronoun the rewrite replaces, the question after another dialog's
   history (`source_rewrites.other_dialog`, naming neither the referent nor a pronoun of its
@@ -36,6 +39,7 @@ from askbetter.clarifier.source_common import (
     Converted,
     document,
     make_example,
+    rng_for,
     split_of,
     user,
 )
@@ -47,6 +51,8 @@ from askbetter.clarifier.types import Document, Message
 FOLDERS = ("trec-ikat",)
 SUFFIX = "-over-answers"
 OTHER_DIALOG_SUFFIX = "-other-dialog" + SUFFIX
+TOPIC_SUFFIX = "-over-topic-answers"
+TOPIC_ANSWERS_MAX = 2
 
 
 @dataclass(frozen=True)
@@ -68,9 +74,29 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     hard negative) or it needs none."""
     for q in over_answers(source_rewrites.rewrite_pairs(raw_dir), seed):
         kind = "hard-negative" if q.resolved else "clear"
+        messages = [*q.history, user(q.pair.question)]
         docs = ordered([_passage(q.pair), q.other], seed, q.base)
-        yield q.group, make_example(f"{q.base}{SUFFIX}", "trec-ikat", "post",
-                                    [*q.history, user(q.pair.question)], None, kind, docs)
+        yield q.group, make_example(f"{q.base}{SUFFIX}", "trec-ikat", "post", messages, None,
+                                    kind, docs)
+        on_topic = topic_answers(q, seed)
+        if on_topic:
+            yield q.group, make_example(f"{q.base}{TOPIC_SUFFIX}", "trec-ikat", "post", messages,
+                                        None, kind, on_topic)
+
+
+def topic_answers(q: OverAnswers, seed: int) -> list[Document]:
+    """`q`'s response and up to `TOPIC_ANSWERS_MAX` other responses on its topic that its history
+    does not hold, in an order drawn from its id; empty when there is no such other response."""
+    own = _passage(q.pair)
+    said = " ".join(m["content"] for m in q.history)
+    same = [d for g, d in q.pool
+            if g == q.pair.group and d["id"] != own["id"] and d["text"][:200] not in said]
+    if not same:
+        return []
+    rng = rng_for(seed, "topic-answers", q.base)
+    docs = [own, *rng.sample(same, min(TOPIC_ANSWERS_MAX, len(same)))]
+    rng.shuffle(docs)
+    return docs
 
 
 def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:

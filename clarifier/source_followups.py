@@ -12,6 +12,13 @@ For a `SHARE` of CANARD's questions whose history holds every word the rewrite a
 and question come with two passages (`source_referents.dialog_passages`): the dialog's own and
 another dialog's of the same split that names none of those words, in hashed order. Clear, kind
 `hard-negative`, grouped by dialog.
+
+For a further `CHUNKED_SHARE` of them (`CHUNKED_SUFFIX`), the passages are `CHUNKS_MIN` to
+`CHUNKS_MAX` windows of the dialog's own passage (`crowding.window`, at spread-out sentences) and
+the other dialog's, at hashed places: a retriever's top k over one article, several on-topic
+passages of which none is a second reading (IBM's clear follow-up comes over the contact pages
+of the utility it asked about; `make demo`'s clear expense question over a policy with several
+limits). Same label and kind.
 """
 
 from __future__ import annotations
@@ -21,10 +28,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from askbetter.clarifier import source_rewrites
+from askbetter.clarifier.crowding import window
 from askbetter.clarifier.source_common import (
     MAX_HISTORY_MESSAGES,
     Converted,
+    document,
     make_example,
+    rng_for,
     split_of,
     stable_fraction,
     user,
@@ -38,6 +48,9 @@ FOLDERS = ("canard",)
 # referents' gender twins they replace, so that the capped sources keep their size
 SHARE = 0.6
 SUFFIX = "-with-passages"
+CHUNKED_SHARE = 0.4  # of the questions their history resolves, after the `SHARE`
+CHUNKED_SUFFIX = "-among-chunks"
+CHUNKS_MIN, CHUNKS_MAX = 2, 3  # windows of the own passage; with the other's, a top k of 3 or 4
 OTHER_TRIES = 20
 
 
@@ -52,7 +65,8 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     for p in pairs:
         history = p.history[-MAX_HISTORY_MESSAGES:]
         base = f"canard-{p.group}-{p.turn_id}"
-        if (p.group not in passages or stable_fraction(seed, "followups", base) >= SHARE
+        share = stable_fraction(seed, "followups", base)
+        if (p.group not in passages or share >= SHARE + CHUNKED_SHARE
                 or not source_rewrites.resolved_by_history(p.question, p.rewrite, history)):
             continue
         group = f"canard:{p.group}"
@@ -60,9 +74,25 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         other = other_passage(by_split[split_of(group, seed)], p.group, added, base, seed)
         if other is None:
             continue
-        docs = ordered([passages[p.group], other], seed, base)
-        yield group, make_example(f"{base}{SUFFIX}", "canard", "post",
-                                  [*history, user(p.question)], None, "hard-negative", docs)
+        if share < SHARE:
+            example_id, docs = f"{base}{SUFFIX}", ordered([passages[p.group], other], seed, base)
+        else:
+            example_id = f"{base}{CHUNKED_SUFFIX}"
+            docs = among_chunks(passages[p.group], other, seed, example_id)
+        yield group, make_example(example_id, "canard", "post", [*history, user(p.question)],
+                                  None, "hard-negative", docs)
+
+
+def among_chunks(own: Document, other: Document, seed: int, key: str) -> list[Document]:
+    """`CHUNKS_MIN`..`CHUNKS_MAX` distinct windows of `own` (at evenly spread sentences) and
+    `other`, in an order drawn from `key`."""
+    rng = rng_for(seed, "chunks", key)
+    n = rng.randint(CHUNKS_MIN, CHUNKS_MAX)
+    chunks = list(dict.fromkeys(window(own["text"], (k + rng.random()) / n) for k in range(n)))
+    docs = [document(f"{own['id']}-w{k}", text, own.get("title")) for k, text in enumerate(chunks)]
+    docs.append(other)
+    rng.shuffle(docs)
+    return docs
 
 
 def other_passage(

@@ -109,9 +109,36 @@ def test_the_fixture_slice_gives_follow_ups_over_their_own_responses():
     made = [ex for _, ex in source_answers.convert(RAW, SEED)]
     assert made
     for ex in made:
-        # the id is "trec-ikat-{topic}-{turn}-over-answers", its passage "trec-ikat-{turn}"
-        turn = ex["id"].removeprefix("trec-ikat-").removesuffix(source_answers.SUFFIX)
+        # the id is "trec-ikat-{topic}-{turn}-over-[topic-]answers", its passage "trec-ikat-{turn}"
+        turn = ex["id"].removeprefix("trec-ikat-").removesuffix(source_answers.TOPIC_SUFFIX)
+        turn = turn.removesuffix(source_answers.SUFFIX)
         own = f"trec-ikat-{turn.split('-', 1)[1]}"
         docs = {d["id"]: d["text"] for d in ex["documents"]}
         assert docs[own] == responses[own] and source_answers.grounded(docs[own])
         assert ex["setting"] == "post" and not needs_clarification(ex)
+
+
+def test_questions_also_come_over_their_topics_other_responses_not_in_their_history(monkeypatch):
+    """Topic 0 has a resolved question at turns 2, 3 and 4 (each turn's history holds the turns
+    before it); its other responses not in the history are passages beside its own."""
+    def turn(t: int) -> source_rewrites.RewritePair:
+        history = [user("Which phone should I buy?"), assistant("Gadget0 is a phone." + FILLER)]
+        for k in range(2, t):
+            history += [user(f"Question {k}?"), assistant(f"Answer {k}: Gadget0." + FILLER)]
+        return source_rewrites.RewritePair(
+            "trec-ikat", "0", f"0-1-{t}", history, "How much does it cost?",
+            "How much does Gadget0 cost?", answer=f"Answer {t}: Gadget0." + FILLER)
+
+    made_pairs = [turn(t) for t in (2, 3, 4)] + [_pair(i, "resolved") for i in range(1, 40)]
+    monkeypatch.setattr(source_rewrites, "rewrite_pairs", lambda raw_dir: made_pairs)
+    made = {ex["id"]: ex for _, ex in source_answers.convert(RAW, SEED)}
+    for t, expected in ((2, (2, 3, 4)), (3, (3, 4))):
+        ex = made[f"trec-ikat-0-0-1-{t}{source_answers.TOPIC_SUFFIX}"]
+        # its own response and the topic's later ones; the earlier ones are in its history
+        assert sorted(d["id"] for d in ex["documents"]) == [f"trec-ikat-0-1-{k}" for k in expected]
+        twin = made[f"trec-ikat-0-0-1-{t}{source_answers.SUFFIX}"]
+        assert (ex["kind"], ex["messages"]) == (twin["kind"], twin["messages"])
+        assert ex["kind"] == "hard-negative" and not needs_clarification(ex)
+    # turn 4's history holds every other response of its topic; other topics have one response
+    assert [k for k in made if k.endswith(source_answers.TOPIC_SUFFIX)] == [
+        f"trec-ikat-0-0-1-{t}{source_answers.TOPIC_SUFFIX}" for t in (2, 3)]

@@ -9,8 +9,10 @@ CANARD's `pre` hard negatives, and the other kinds together.
 It also shows CANARD's pronoun questions over passages (`source_referents`): those naming two
 referents, and their clear twins (the history naming the referent, or the question naming it after
 another dialog), the standalone rewrites asked after another dialog, and TREC iKAT's follow-ups
-over its answers as passages (`source_answers`: the clear ones, and the pronoun questions after
-another dialog over other topics' answers). This reads the
+over its answers as passages (`source_answers`: the clear ones, the same over their topic's other
+answers, and the pronoun questions after another dialog over other topics' answers), and CANARD's
+settled follow-ups among windows of their own passage (`source_followups.CHUNKED_SUFFIX`). This
+reads the
 `--predictions` files of `askbetter eval` (one per adapter, same examples) and prints one markdown
 row per file, at the threshold each adapter ran with (its `decision`), at the threshold that is
 best on these examples (in-sample: an upper bound, not a result), and at each threshold given
@@ -29,6 +31,8 @@ from askbetter.clarifier.evaluate import read_predictions
 from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.clarifier.source_answers import OTHER_DIALOG_SUFFIX as OVER_OTHER_ANSWERS
 from askbetter.clarifier.source_answers import SUFFIX as OVER_ANSWERS
+from askbetter.clarifier.source_answers import TOPIC_SUFFIX as OVER_TOPIC_ANSWERS
+from askbetter.clarifier.source_followups import CHUNKED_SUFFIX as FOLLOWUP_CHUNKED_SUFFIX
 from askbetter.clarifier.source_followups import SUFFIX as FOLLOWUP_SUFFIX
 from askbetter.clarifier.source_referents import NAMED, RESOLVED, TWO
 from askbetter.clarifier.source_rewrites import AFTER_DIALOG, STANDALONE, UNRESOLVED_SUFFIXES
@@ -61,9 +65,11 @@ SUBSETS: dict[str, Callable[[dict], bool]] = {
     "CANARD referent named after a dialog": lambda r: r["id"].endswith(NAMED),
     "standalone rewrite after a dialog": lambda r: r["id"].endswith(STANDALONE + AFTER_DIALOG),
     "CANARD follow-ups over passages": lambda r: r["id"].endswith(FOLLOWUP_SUFFIX),
+    "CANARD follow-ups among chunks": lambda r: r["id"].endswith(FOLLOWUP_CHUNKED_SUFFIX),
     "iKAT follow-ups over answers": lambda r: (r["id"].endswith(OVER_ANSWERS)
                                                and not r["id"].endswith(OVER_OTHER_ANSWERS)),
     "iKAT pronouns over other answers": lambda r: r["id"].endswith(OVER_OTHER_ANSWERS),
+    "iKAT follow-ups over topic answers": lambda r: r["id"].endswith(OVER_TOPIC_ANSWERS),
     "pre": lambda r: r["setting"] == "pre",
     "post": lambda r: r["setting"] == "post",
 }

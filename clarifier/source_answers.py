@@ -53,6 +53,7 @@ SUFFIX = "-over-answers"
 OTHER_DIALOG_SUFFIX = "-other-dialog" + SUFFIX
 TOPIC_SUFFIX = "-over-topic-answers"
 TOPIC_ANSWERS_MAX = 2
+SAID_PREFIX_CHARS = 200  # a response's opening: enough to find it in a history, clipped or not
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def topic_answers(q: OverAnswers, seed: int) -> list[Document]:
     own = _passage(q.pair)
     said = " ".join(m["content"] for m in q.history)
     same = [d for g, d in q.pool
-            if g == q.pair.group and d["id"] != own["id"] and d["text"][:200] not in said]
+            if g == q.pair.group and d["id"] != own["id"] and d["text"][:SAID_PREFIX_CHARS] not in said]
     if not same:
         return []
     rng = rng_for(seed, "topic-answers", q.base)

@@ -56,7 +56,8 @@ OTHER_TRIES = 20
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (CANARD dialog group, example): for a `SHARE` of the questions their history
-    resolves, the history and question over their dialog's passage and another's."""
+    resolves, the history and question over their dialog's passage and another's; for a further
+    `CHUNKED_SHARE`, over windows of their dialog's passage and another's (`among_chunks`)."""
     pairs = [p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset == "canard"]
     passages = dialog_passages(pairs, seed)
     by_split: dict[str, list[tuple[str, Document]]] = defaultdict(list)

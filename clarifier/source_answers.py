@@ -90,8 +90,8 @@ def topic_answers(q: OverAnswers, seed: int) -> list[Document]:
     does not hold, in an order drawn from its id; empty when there is no such other response."""
     own = _passage(q.pair)
     said = " ".join(m["content"] for m in q.history)
-    same = [d for g, d in q.pool
-            if g == q.pair.group and d["id"] != own["id"] and d["text"][:SAID_PREFIX_CHARS] not in said]
+    same = [d for g, d in q.pool if g == q.pair.group and d["id"] != own["id"]
+            and d["text"][:SAID_PREFIX_CHARS] not in said]
     if not same:
         return []
     rng = rng_for(seed, "topic-answers", q.base)

@@ -66,8 +66,8 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     for p in pairs:
         history = p.history[-MAX_HISTORY_MESSAGES:]
         base = f"canard-{p.group}-{p.turn_id}"
-        share = stable_fraction(seed, "followups", base)
-        if (p.group not in passages or share >= SHARE + CHUNKED_SHARE
+        draw = stable_fraction(seed, "followups", base)
+        if (p.group not in passages or draw >= SHARE + CHUNKED_SHARE
                 or not source_rewrites.resolved_by_history(p.question, p.rewrite, history)):
             continue
         group = f"canard:{p.group}"
@@ -75,7 +75,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         other = other_passage(by_split[split_of(group, seed)], p.group, added, base, seed)
         if other is None:
             continue
-        if share < SHARE:
+        if draw < SHARE:
             example_id, docs = f"{base}{SUFFIX}", ordered([passages[p.group], other], seed, base)
         else:
             example_id = f"{base}{CHUNKED_SUFFIX}"

@@ -12,9 +12,8 @@ another dialog), the standalone rewrites asked after another dialog, and TREC iK
 over its answers as passages (`source_answers`: the clear ones, the same over their topic's other
 answers, and the pronoun questions after another dialog over other topics' answers), and CANARD's
 settled follow-ups among windows of their own passage (`source_followups.CHUNKED_SUFFIX`). This
-reads the
-`--predictions` files of `askbetter eval` (one per adapter, same examples) and prints one markdown
-row per file, at the threshold each adapter ran with (its `decision`), at the threshold that is
+reads the `--predictions` files of `askbetter eval` (one per adapter, same examples) and prints one
+markdown row per file, at the threshold each adapter ran with (its `decision`), at the threshold that is
 best on these examples (in-sample: an upper bound, not a result), and at each threshold given
 with `--at` (a threshold scan).
 

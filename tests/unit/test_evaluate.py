@@ -252,7 +252,8 @@ def test_format_report_mentions_every_section():
 
 def test_read_predictions_reads_back_what_write_predictions_wrote(tmp_path):
     rows = [ev.Prediction("a", "test", "pre", "clear", False, 0.1, False, None, None, 0.5),
-            ev.Prediction("b", "test", "post", "ambiguous", True, 0.8, True, "Which one?", "Which?", 0.4)]
+            ev.Prediction("b", "test", "post", "ambiguous", True, 0.8, True, "Which one?", "Which?",
+                          0.4)]
     path = tmp_path / "preds.jsonl"
     ev.write_predictions(path, rows)
     path.write_text(path.read_text() + "\n")  # a trailing blank line is skipped

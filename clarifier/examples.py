@@ -6,7 +6,8 @@
      "clarification": "reference question, or null when the query is clear",
      "kind": "ambiguous|underspecified|missing-fact|hard-negative|clear"}
 
-The label is `clarification is not None`.
+The label is `clarification is not None`. `kind` and `source` are informative only: a file from
+elsewhere may leave them out, and they read as `UNKNOWN`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from askbetter.clarifier.types import Document, Message
 
 Setting = Literal["pre", "post"]
 KINDS = ("ambiguous", "underspecified", "missing-fact", "hard-negative", "clear")
+UNKNOWN = "unknown"  # the kind or source of an example whose file does not give one
 
 
 class Example(TypedDict):
@@ -49,9 +51,12 @@ def validate_example(obj: Any) -> Example:
     """Check one parsed JSON value against the schema and return it; raise ValueError if not."""
     if not isinstance(obj, dict):
         raise ValueError("an example must be a JSON object")
-    for key in ("id", "source", "setting", "messages", "clarification", "kind"):
+    for key in ("id", "setting", "messages", "clarification"):
         if key not in obj:
             raise ValueError(f"missing key {key!r}")
+    for key in ("source", "kind"):
+        if not isinstance(obj.setdefault(key, UNKNOWN), str):
+            raise ValueError(f"{key} must be a string")
     if obj["setting"] not in ("pre", "post"):
         raise ValueError(f"setting must be 'pre' or 'post', not {obj['setting']!r}")
     messages = obj["messages"]
@@ -62,8 +67,8 @@ def validate_example(obj: Any) -> Example:
             raise ValueError(f"bad message {m!r}: needs role user|assistant and content")
         if not isinstance(m.get("content"), str):
             raise ValueError(f"message content must be a string: {m!r}")
-    if messages[-1]["role"] != "user":
-        raise ValueError("messages must end with the user turn being judged")
+    if messages[-1]["role"] != "user" or not messages[-1]["content"].strip():
+        raise ValueError("messages must end with the (non-empty) user turn being judged")
     documents = obj.setdefault("documents", [])
     if not isinstance(documents, list):
         raise ValueError("documents must be a list")

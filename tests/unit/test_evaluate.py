@@ -190,6 +190,22 @@ def test_load_examples_errors(tmp_path):
         ev.load_examples(tmp_path / "missing.jsonl")
 
 
+def test_load_examples_from_elsewhere_without_kind_or_source(tmp_path):
+    # the design calls `kind` informative only: a held-out file may leave it (and `source`) out
+    bare = {k: v for k, v in EXAMPLES[0].items() if k not in ("kind", "source")}
+    [loaded] = ev.load_examples(write_jsonl(tmp_path / "bare.jsonl", [bare]))
+    assert (loaded["kind"], loaded["source"]) == ("unknown", "unknown")
+    assert loaded["messages"] == EXAMPLES[0]["messages"]
+
+
+def test_load_examples_rejects_an_empty_judged_turn(tmp_path):
+    # caught when the file is read, not an hour into scoring it
+    empty_turn = {**EXAMPLES[1], "messages": [{"role": "user", "content": "  "}]}
+    path = write_jsonl(tmp_path / "empty_turn.jsonl", [EXAMPLES[0], empty_turn])
+    with pytest.raises(ExampleFormatError, match=r"empty_turn.jsonl:2: .*non-empty"):
+        ev.load_examples(path)
+
+
 def test_run_eval_writes_report_and_predictions(tmp_path, monkeypatch):
     built = []
 

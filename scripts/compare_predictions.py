@@ -13,7 +13,8 @@ over its answers as passages (`source_answers`: the clear ones, the same over th
 answers, and the pronoun questions after another dialog over other topics' answers), and CANARD's
 settled follow-ups among windows of their own passage (`source_followups.CHUNKED_SUFFIX`). This
 reads the `--predictions` files of `askbetter eval` (one per adapter, same examples) and prints one
-markdown row per file, at the threshold each adapter ran with (its `decision`), at the threshold that is
+markdown row per file (each cell: accuracy, and where the subset holds both labels F1-clarify and
+AUC, the figures the ship rule reads), at the threshold each adapter ran with (its `decision`), at the threshold that is
 best on these examples (in-sample: an upper bound, not a result), and at each threshold given
 with `--at` (a threshold scan).
 
@@ -79,8 +80,8 @@ def _figures(rows: list[dict], decide: Callable[[dict], bool]) -> str:
         return "-"
     labels, scores = [r["label"] for r in rows], [r["score"] for r in rows]
     f = classification(labels, [decide(r) for r in rows], scores)
-    auc = f" / {f['auc']:.3f}" if f["auc"] is not None else ""
-    return f"{100 * f['accuracy']:.1f}%{auc}"
+    both = f" / {f['f1_clarify']:.3f} / {f['auc']:.3f}" if f["auc"] is not None else ""
+    return f"{100 * f['accuracy']:.1f}%{both}"
 
 
 def main(args: list[str]) -> int:

@@ -8,26 +8,23 @@ the threshold is not scored in-sample). Weight 0 is B alone.
     python scripts/combine_scores.py runs/fresh1/dev2.pred.jsonl runs/eval/dev.s19.pred.jsonl
 """
 
-import math
 import random
 import sys
 
+from scipy.special import expit, logit
 from sklearn.metrics import roc_auc_score
 
 from askbetter.clarifier.evaluate import read_predictions
 from askbetter.clarifier.metrics import classification, pick_threshold
 
 WEIGHTS = (0.0, 0.2, 0.35, 0.5)
-
-
-def logit(p: float) -> float:
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
+EPS = 1e-6  # scores are clipped to [EPS, 1 - EPS] so that a score of 0 or 1 has finite log-odds
 
 
 def combined(a: float, b: float, weight: float) -> float:
     """The probability whose log-odds are `weight` * A's + (1 - `weight`) * B's."""
-    return 1 / (1 + math.exp(-(weight * logit(a) + (1 - weight) * logit(b))))
+    a, b = (min(max(p, EPS), 1 - EPS) for p in (a, b))
+    return float(expit(weight * logit(a) + (1 - weight) * logit(b)))
 
 
 def main(path_a: str, path_b: str, seed: int = 0) -> None:

@@ -186,13 +186,16 @@ def pair_margin_loss(logits: torch.Tensor, first: torch.Tensor, units: torch.Ten
     return torch.relu(margin - gaps[pairs]).mean()
 
 
-def plan_digest(batches: list[list[int]], examples: list[Example]) -> str:
-    """A digest of the example ids of `batches`, in order: what the steps of a checkpoint trained
-    on, so that a resume can tell whether it would continue the same plan."""
+def plan_digests(batches: list[list[int]], examples: list[Example]) -> list[str]:
+    """Digests of the example ids of `batches`, in order: element k stands for the first k
+    batches, what the steps of a checkpoint at step k trained on, so that a resume can tell
+    whether it would continue the same plan. One pass over the plan for every step's digest."""
     digest = hashlib.sha256()
+    digests = [digest.hexdigest()]
     for batch in batches:
         digest.update(json.dumps([examples[i]["id"] for i in batch]).encode())
-    return digest.hexdigest()
+        digests.append(digest.hexdigest())
+    return digests
 
 
 class CheckpointMismatch(ValueError):
@@ -201,7 +204,7 @@ class CheckpointMismatch(ValueError):
 
 def check_resumable(saved: dict, done: str, ckpt: Path) -> None:
     """Raise CheckpointMismatch when the checkpoint's steps trained on other batches than the first
-    `saved["step"]` of this run's plan (`done`, from `plan_digest`): other data, sample or seed.
+    `saved["step"]` of this run's plan (`done`, from `plan_digests`): other data, sample or seed.
     Checkpoints written before the digest was recorded are taken as they are."""
     if saved.get("plan_digest", done) != done:
         raise CheckpointMismatch(
@@ -287,6 +290,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
             bar.update(len(unit))
     rng = random.Random(cfg.seed)
     plan = [b for _ in range(cfg.epochs) for b in make_batches(items, cfg, rng, units)]
+    digests = plan_digests(plan, examples)
     total = min(len(plan), cfg.max_steps) if cfg.max_steps else len(plan)
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -295,7 +299,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     state = {"step": 0, "tokens": 0, "seconds": 0.0, "loss_ema": None}
     if resuming:
         saved = torch.load(ckpt / "trainer_state.pt", weights_only=False)
-        check_resumable(saved, plan_digest(plan[: saved["step"]], examples), ckpt)
+        check_resumable(saved, digests[saved["step"]], ckpt)
         optimizer.load_state_dict(saved.pop("optimizer"))
         scheduler.load_state_dict(saved.pop("scheduler"))
         state.update(saved)
@@ -339,7 +343,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         bar.update(1)
         if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
             state["peak_mb"] = peak_memory_mb(cfg.device, state.get("peak_mb"))
-            state["plan_digest"] = plan_digest(plan[: state["step"]], examples)
+            state["plan_digest"] = digests[state["step"]]
             _save_checkpoint(model, optimizer, scheduler, state, ckpt)
     bar.close()
     log_file.close()

@@ -15,7 +15,7 @@ from askbetter.clarifier.train import (
     make_batches,
     pair_margin_loss,
     peak_memory_mb,
-    plan_digest,
+    plan_digests,
     weighted_loss,
 )
 from example_factory import example
@@ -175,11 +175,13 @@ def test_a_resumed_run_keeps_the_peak_memory_of_the_processes_before_it():
 
 def test_a_checkpoint_resumes_only_the_batches_it_trained_on(tmp_path) -> None:
     examples = [example(i, "pre", None, "clear") for i in range(4)]
-    done = plan_digest([[0, 1], [2]], examples)
-    assert done == plan_digest([[0, 1], [2]], list(examples))
-    others = [plan_digest([[1, 0], [2]], examples), plan_digest([[0, 1], [3]], examples),
-              plan_digest([[0], [1, 2]], examples)]
-    assert done not in others and len(set(others)) == 3
+    digests = plan_digests([[0, 1], [2]], examples)
+    done = digests[2]
+    assert len(digests) == 3 and digests[1] == plan_digests([[0, 1]], examples)[1]
+    assert done == plan_digests([[0, 1], [2]], list(examples))[2]
+    others = [plan_digests(plan, examples)[2]
+              for plan in ([[1, 0], [2]], [[0, 1], [3]], [[0], [1, 2]])]
+    assert done not in others and len(set(others + digests)) == 6
     check_resumable({"step": 2, "plan_digest": done}, done, tmp_path)
     check_resumable({"step": 2}, done, tmp_path)  # written before digests were recorded
     with pytest.raises(CheckpointMismatch, match="other training batches"):

@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from askbetter.clarifier.prompt import PROMPT_STYLES
 from askbetter.cli import UsageError, settings_from
 
 
@@ -103,8 +104,8 @@ def add_eval(subparsers: Any) -> None:
     parser.add_argument("--base-model", help="Hugging Face id or folder (default: ASKBETTER_BASE_MODEL)")
     parser.add_argument("--limit", type=int, help="evaluate the first N examples")
     parser.add_argument("--json", type=Path, dest="json_out", metavar="OUT", help="write the report as JSON")
-    parser.add_argument("--prompt-style", choices=("tuned", "zero-shot", "few-shot"),
-                        help="default: tuned with an adapter, zero-shot without")
+    parser.add_argument("--prompt-style", choices=PROMPT_STYLES,
+                        help="default: the one the adapter was trained on, zero-shot without one")
     parser.add_argument("--predictions", type=Path, metavar="OUT.jsonl", help="write per-example predictions")
     parser.add_argument("--no-questions", action="store_true", help="classification only: skip question generation")
     parser.add_argument("--baselines", action="store_true",

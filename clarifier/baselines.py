@@ -130,7 +130,7 @@ def run_baselines(
     settings = resolve_settings(settings, base_model)
     adapter = adapter or settings.adapter
 
-    def local(adapter: str, prompt_style: str) -> Callable[[], Clarifier]:
+    def local(adapter: str, prompt_style: str | None) -> Callable[[], Clarifier]:
         return lambda: local_clarifier(settings, adapter=adapter, prompt_style=prompt_style)
 
     systems: dict[str, Clarifier | Callable[[], Clarifier]] = {
@@ -138,7 +138,7 @@ def run_baselines(
         NeverClarify.name: NeverClarify(),
         system_name("none", "zero-shot"): local("none", "zero-shot"),
         system_name("none", "few-shot"): local("none", "few-shot"),
-        system_name(adapter, "tuned"): local(adapter, "tuned"),
+        system_name(adapter, None): local(adapter, None),  # the style it was trained on
     }
     reports = compare(examples, systems)
     if json_out is not None:

@@ -73,14 +73,16 @@ class LocalClarifier:
 
         The threshold is, in order: `settings.threshold`, the one stored with the adapter, 0.5.
         The prompt budget is the adapter's training budget, else `settings.max_input_tokens`.
-        Without an adapter the prompt style defaults to `zero-shot`.
+        The prompt style defaults to the one the adapter was trained on (`tuned` for adapters
+        that do not name one), `zero-shot` without an adapter.
         """
         settings = settings or Settings.from_env()
         loaded = load_model(settings, adapter=adapter)
         stored = adapter_config(loaded.adapter)
         threshold = settings.threshold if settings.threshold is not None else stored.get(
             "threshold", DEFAULT_THRESHOLD)
-        style = prompt_style or ("tuned" if loaded.has_adapter else "zero-shot")
+        style = prompt_style or (stored.get("prompt_style", "tuned") if loaded.has_adapter
+                                 else "zero-shot")
         # the prompt budget the adapter was trained with, so scores match its threshold
         budget = stored.get("max_input_tokens", settings.max_input_tokens)
         return cls(loaded, threshold=threshold, max_input_tokens=budget,

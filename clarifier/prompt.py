@@ -4,8 +4,11 @@ The model's answer is exactly `CLEAR` or one clarification question. The decisio
 the first answer position: P(clarify) = 1 - P(first token of `CLEAR`). The conversation comes
 before the passages so that the pre- and post-retrieval prompts share a prefix.
 
-Prompt styles: `tuned` (short instruction, what the adapter is trained on), `zero-shot` and
-`few-shot` (longer instructions for the prompted base-model baselines).
+Prompt styles: `tuned` (short instruction, what the adapter is trained on), `tuned-question-last`
+(the same, and after the passages the judged turn once more, next to the answer slot, so that a
+small model compares the question with the passages where it decides; the pre-retrieval prompt,
+with no passages, is `tuned`'s), `zero-shot` and `few-shot` (longer instructions for the prompted
+base-model baselines). An adapter's `askbetter_clarifier.json` names the style it was trained on.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from typing import Literal
 from askbetter.clarifier.types import Document, Message
 from askbetter.clarifier.words import content_words
 
-PromptStyle = Literal["tuned", "zero-shot", "few-shot"]
-PROMPT_STYLES: tuple[str, ...] = ("tuned", "zero-shot", "few-shot")
+PromptStyle = Literal["tuned", "tuned-question-last", "zero-shot", "few-shot"]
+PROMPT_STYLES: tuple[str, ...] = ("tuned", "tuned-question-last", "zero-shot", "few-shot")
+TUNED_STYLES: tuple[str, ...] = ("tuned", "tuned-question-last")  # the short instruction
 CLEAR = "CLEAR"
 
 TUNED_INSTRUCTION = (
@@ -127,13 +131,16 @@ def render_user_content(
     documents: list[Document] | None,
     tokenizer,
     max_tokens: int,
+    question_last: bool = False,
 ) -> str:
     """The conversation and the passages as one user message, fitted into `max_tokens`.
 
     The judged (last) turn is kept whole unless it alone exceeds half the budget (then it is cut,
     with a warning); an earlier assistant turn keeps the head that fits in half the history's
     budget; older turns are dropped oldest-first; passages share what is left evenly,
-    each cut to the sentences the conversation is most about (`excerpt`).
+    each cut to the sentences the conversation is most about (`excerpt`). With `question_last`
+    and passages, the judged turn follows them once more (its tokens come out of the passages'
+    share).
     """
     dialog = [m for m in messages if m["role"] in ("user", "assistant") and m["content"].strip()]
     if not dialog or dialog[-1]["role"] != "user":
@@ -145,8 +152,9 @@ def render_user_content(
             f"The user turn is longer than {last_budget} tokens; it was truncated for the "
             "clarifier.", stacklevel=3)
         last = _cut(tokenizer, last, last_budget)
-    budget = max_tokens - _n_tokens(tokenizer, last) - HEADER_TOKENS
     docs = [d for d in (documents or []) if d.get("text", "").strip()]
+    recap = f"\n\nQuestion: {last.partition(': ')[2]}" if question_last and docs else ""
+    budget = max_tokens - _n_tokens(tokenizer, last + recap) - HEADER_TOKENS
     history_budget = int(budget * HISTORY_SHARE) if docs else budget
     history: list[str] = []
     used = 0
@@ -175,7 +183,7 @@ def render_user_content(
         head = f"{' '.join(title.split())}: " if title else ""
         room = max(8, per_doc - _n_tokens(tokenizer, head))
         text += f"\n[{i}] {head}" + excerpt(tokenizer, d["text"], room, focus)
-    return text
+    return text + recap
 
 
 def build_chat(
@@ -188,12 +196,14 @@ def build_chat(
     """The chat messages (system, [few shots], user) whose answer is CLEAR or a question."""
     if style not in PROMPT_STYLES:
         raise ValueError(f"prompt style must be one of {PROMPT_STYLES}, not {style!r}")
-    instruction = TUNED_INSTRUCTION if style == "tuned" else ZERO_SHOT_INSTRUCTION
+    instruction = TUNED_INSTRUCTION if style in TUNED_STYLES else ZERO_SHOT_INSTRUCTION
     chat = [{"role": "system", "content": instruction}]
     if style == "few-shot":
         for shot, answer in FEW_SHOTS:
             chat += [{"role": "user", "content": shot}, {"role": "assistant", "content": answer}]
-    chat.append({"role": "user", "content": render_user_content(messages, documents, tokenizer, max_tokens)})
+    content = render_user_content(messages, documents, tokenizer, max_tokens,
+                                  question_last=style == "tuned-question-last")
+    chat.append({"role": "user", "content": content})
     return chat
 
 

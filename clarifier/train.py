@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from askbetter.clarifier.contrast import with_contrasts
 from askbetter.clarifier.examples import Example, check_documents, read_examples
-from askbetter.clarifier.prompt import CLEAR, clear_token_id, prompt_ids
+from askbetter.clarifier.prompt import CLEAR, TUNED_STYLES, clear_token_id, prompt_ids
 from askbetter.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,8 @@ class TrainConfig:
     pair_margin_weight: float = 0.0
     dev_examples: int = 400  # dev examples scored to pick the threshold (0: none, 0.5 until calibrated)
     max_input_tokens: int = 320  # prompt content budget (conversation + passages)
+    # "tuned", or "tuned-question-last": after the passages, the judged turn once more (prompt.py)
+    prompt_style: str = "tuned"
     max_target_tokens: int = 48
     epochs: int = 1
     batch_tokens: int = 2048  # padded tokens per batch (length bucketing)
@@ -83,6 +85,8 @@ class TrainConfig:
             raise ValueError(f"pair_margin_weight must be 0 or more, not {self.pair_margin_weight}")
         if self.pair_margin_weight and not self.contrast_pairs:
             raise ValueError("pair_margin_weight needs contrast_pairs (the units it compares)")
+        if self.prompt_style not in TUNED_STYLES:
+            raise ValueError(f"prompt_style must be one of {TUNED_STYLES}, not {self.prompt_style!r}")
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -108,7 +112,7 @@ def encode(example: Example, tokenizer, cfg: TrainConfig, unit: int = -1) -> Enc
     """Prompt ids + answer ids (`CLEAR` or the reference question) + end of turn; `unit` numbers
     the contrast unit the example is batched with (-1: none)."""
     prompt = prompt_ids(example["messages"], check_documents(example), tokenizer,
-                        cfg.max_input_tokens, "tuned")
+                        cfg.max_input_tokens, cfg.prompt_style)
     answer = example["clarification"] if example["clarification"] is not None else CLEAR
     target = tokenizer(answer.strip(), add_special_tokens=False).input_ids[: cfg.max_target_tokens]
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -384,7 +388,7 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
     # model up on the Hub by its name
     model.save_pretrained(out, save_embedding_layers=False)
     meta = {
-        "prompt_style": "tuned",
+        "prompt_style": cfg.prompt_style,
         "max_input_tokens": cfg.max_input_tokens,
         "training": {"steps": state["step"], "train_examples": n_train, "tokens_seen": state["tokens"],
                      "train_seconds": round(state["seconds"], 1),
@@ -396,7 +400,8 @@ def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_tr
         meta["training"]["continued_from"] = continued
     write_adapter_config(out, meta)
     if cfg.dev_examples:
-        clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens)
+        clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens,
+                                   prompt_style=cfg.prompt_style)
         dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed)
         record = {"file": str(dev_file), **threshold_on(dev, clarifier.score), "device": cfg.device,
                   "dtype": dtype}

@@ -117,7 +117,8 @@ def test_run_baselines_builds_the_five_systems(tmp_path, monkeypatch):
         markdown_out=md_out,
         settings=Settings(adapter="bundled"),
     )
-    assert built == [("none", "zero-shot"), ("none", "few-shot"), ("bundled", "tuned")]
+    # the adapter runs with the prompt style stored with it (None: read it there)
+    assert built == [("none", "zero-shot"), ("none", "few-shot"), ("bundled", None)]
     assert [r["system"] for r in reports] == [
         "always-clarify",
         "never-clarify",

@@ -122,6 +122,23 @@ def test_conversation_must_end_with_a_user_turn() -> None:
         render_user_content([{"role": "user", "content": "   "}], None, EchoTokenizer(), 50)
 
 
+def test_question_last_restates_the_judged_turn_after_the_passages_only() -> None:
+    msgs = [{"role": "user", "content": "tell me about jaguar"}, {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "how fast is it?"}]
+    docs = [{"id": str(i), "text": "doc " * 400} for i in range(2)]
+    plain = render_user_content(msgs, docs, EchoTokenizer(), 120)
+    last = render_user_content(msgs, docs, EchoTokenizer(), 120, question_last=True)
+    assert last.endswith("\n\nQuestion: how fast is it?") and not plain.endswith("it?")
+    assert last.index("Passages:") < last.index("[2]") < last.index("Question:")
+    # the restated turn's tokens come out of the passages' share, not over the budget
+    assert len(last.split()) <= 120 + 16 and last.count("doc") < plain.count("doc")
+    assert render_user_content(msgs, None, EchoTokenizer(), 120, question_last=True) == \
+        render_user_content(msgs, None, EchoTokenizer(), 120)
+    chat = build_chat(msgs, docs, EchoTokenizer(), 120, "tuned-question-last")
+    assert chat[0] == build_chat(msgs, docs, EchoTokenizer(), 120, "tuned")[0]
+    assert chat[-1]["content"] == last
+
+
 def test_few_shot_adds_example_turns_and_unknown_style_fails() -> None:
     msgs = [{"role": "user", "content": "who won?"}]
     zero = build_chat(msgs, None, EchoTokenizer(), 50, "zero-shot")

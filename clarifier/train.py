@@ -217,10 +217,34 @@ def check_resumable(saved: dict, done: str, ckpt: Path) -> None:
             f"train into a new --out-dir")
 
 
-def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path) -> None:
+def clarifier_meta(cfg: TrainConfig, state: dict, n_train: int, planned_steps: int,
+                   init: Path | None) -> dict:
+    """The clarifier config written beside the adapter, at each checkpoint and at the end: the
+    prompt style and input budget it was trained with (what inference must use) and the training
+    record so far, with the record of `init`, the adapter this run continued, under
+    `continued_from`. No threshold: until `askbetter calibrate` picks one, the default applies."""
+    from askbetter.clarifier.local import adapter_config
+
+    training = {"steps": state["step"], "planned_steps": planned_steps, "train_examples": n_train,
+                "tokens_seen": state["tokens"], "train_seconds": round(state["seconds"], 1),
+                **peak_memory_mb(cfg.device, state.get("peak_mb")), "config": cfg.to_json()}
+    continued = adapter_config(init).get("training")
+    if continued:
+        training["continued_from"] = continued
+    return {"prompt_style": cfg.prompt_style, "max_input_tokens": cfg.max_input_tokens,
+            "training": training}
+
+
+def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path, meta: dict) -> None:
+    """Write the checkpoint whole or not at all (into a temporary folder, then renamed); with its
+    clarifier config beside the adapter, so that `askbetter calibrate --adapter RUN/checkpoint`
+    and the graph load it with the prompt it was trained on."""
+    from askbetter.clarifier.local import write_adapter_config
+
     tmp = ckpt.with_name(ckpt.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, save_embedding_layers=False)  # see finish
+    write_adapter_config(tmp, meta)
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 **state}, tmp / "trainer_state.pt")
     shutil.rmtree(ckpt, ignore_errors=True)
@@ -348,10 +372,12 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
             state["peak_mb"] = peak_memory_mb(cfg.device, state.get("peak_mb"))
             state["plan_digest"] = digests[state["step"]]
-            _save_checkpoint(model, optimizer, scheduler, state, ckpt)
+            _save_checkpoint(model, optimizer, scheduler, state, ckpt,
+                             clarifier_meta(cfg, state, len(items), total, init))
     bar.close()
     log_file.close()
-    return finish(model, tokenizer, cfg, state, dev_file, len(items), init, settings.dtype)
+    return finish(model, tokenizer, cfg, clarifier_meta(cfg, state, len(items), total, init),
+                  dev_file, settings.dtype)
 
 
 def _truncate_log(path: Path, step: int) -> None:
@@ -370,34 +396,21 @@ def _truncate_log(path: Path, step: int) -> None:
     path.write_text("".join(line + "\n" for line in kept))
 
 
-def finish(model, tokenizer, cfg: TrainConfig, state: dict, dev_file: Path, n_train: int,
-           init: Path | None = None, dtype: str = "auto") -> Path:
-    """Write the adapter and its clarifier config (with the training record of `init`, the
-    adapter this run continued, under `continued_from`), then pick the threshold on dev and store
-    it (recording the device and `dtype`, the setting the model was loaded with, as `askbetter
-    calibrate` does). The adapter is usable before the dev scoring: a run stopped there keeps it, and
-    `askbetter calibrate` picks the threshold later."""
+def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dtype: str = "auto") -> Path:
+    """Write the adapter and its clarifier config `meta` (from `clarifier_meta`), then pick the
+    threshold on dev and store it (recording the device and `dtype`, the setting the model was
+    loaded with, as `askbetter calibrate` does). The adapter is usable before the dev scoring: a run
+    stopped there keeps it, and `askbetter calibrate` picks the threshold later."""
     from askbetter.clarifier.assets import LoadedModel
     from askbetter.clarifier.calibrate import store_threshold, threshold_on
     from askbetter.clarifier.data_build import balanced_sample
-    from askbetter.clarifier.local import DEFAULT_THRESHOLD, LocalClarifier, adapter_config, write_adapter_config
+    from askbetter.clarifier.local import DEFAULT_THRESHOLD, LocalClarifier, write_adapter_config
 
     model.eval()
     out = cfg.out_dir / "adapter"
     # the LoRA leaves the embeddings alone; PEFT's check for resized ones would look the base
     # model up on the Hub by its name
     model.save_pretrained(out, save_embedding_layers=False)
-    meta = {
-        "prompt_style": cfg.prompt_style,
-        "max_input_tokens": cfg.max_input_tokens,
-        "training": {"steps": state["step"], "train_examples": n_train, "tokens_seen": state["tokens"],
-                     "train_seconds": round(state["seconds"], 1),
-                     **peak_memory_mb(cfg.device, state.get("peak_mb")),
-                     "config": cfg.to_json()},
-    }
-    continued = adapter_config(init).get("training")
-    if continued:
-        meta["training"]["continued_from"] = continued
     write_adapter_config(out, meta)
     if cfg.dev_examples:
         clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens,

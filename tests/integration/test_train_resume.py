@@ -33,6 +33,14 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path,
     assert meta["calibration"]["threshold"] == meta["threshold"] and meta["calibration"]["n"] == 4
     assert meta["calibration"]["file"] == str(tmp_path / "data" / "dev.jsonl")
     assert meta["calibration"]["dtype"] == Settings.from_env().dtype
+    # the checkpoint carries the same clarifier config, less the threshold, so it loads as trained
+    checkpoint = tmp_path / "run" / "checkpoint"
+    at_checkpoint = json.loads((checkpoint / CLARIFIER_CONFIG).read_text())
+    assert at_checkpoint == {k: v for k, v in meta.items() if k not in ("threshold", "calibration")}
+    assert at_checkpoint["training"]["steps"] == at_checkpoint["training"]["planned_steps"] == 1
+    from_checkpoint = LocalClarifier.from_settings(Settings.from_env(), adapter=str(checkpoint))
+    assert from_checkpoint.prompt_style == "tuned-question-last"
+    assert from_checkpoint.max_input_tokens == 64 != Settings.from_env().max_input_tokens
 
     cfg.max_steps = 2
     train(cfg)  # resumes at step 1
@@ -97,6 +105,8 @@ def test_train_continues_an_existing_adapter(tmp_path: Path) -> None:
     shipped = json.loads((BUNDLED_ADAPTER_DIR / CLARIFIER_CONFIG).read_text())
     meta = json.loads((adapter / CLARIFIER_CONFIG).read_text())
     assert meta["training"]["continued_from"] == shipped["training"]
+    at_checkpoint = json.loads((tmp_path / "run" / "checkpoint" / CLARIFIER_CONFIG).read_text())
+    assert at_checkpoint["training"]["continued_from"] == shipped["training"]
 
     cfg.max_steps = 2
     resumed = train(cfg)  # resumes at step 1 with the bundled adapter's shape (r 16, not lora_r 4)

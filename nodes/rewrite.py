@@ -100,4 +100,7 @@ def accept_rewrite(output: str | None, turn: str, max_chars: int) -> str | None:
 
 
 def _content_words(text: str) -> set[str]:
+    """The words a rewrite must keep. Not `askbetter.clarifier.words.content_words`, whose ASCII
+    words and stopwords fit the English data build: a user's turn may be in any script, so words
+    are Unicode letters and digits, and words under three characters are dropped instead of listed."""
     return {w for w in re.findall(r"[^\W_]+", text.lower()) if len(w) >= 3 and w not in _STOPWORDS}

@@ -218,17 +218,14 @@ def check_resumable(saved: dict, done: str, ckpt: Path) -> None:
 
 
 def clarifier_meta(cfg: TrainConfig, state: dict, n_train: int, planned_steps: int,
-                   init: Path | None) -> dict:
+                   continued: dict | None) -> dict:
     """The clarifier config written beside the adapter, at each checkpoint and at the end: the
     prompt style and input budget it was trained with (what inference must use) and the training
-    record so far, with the record of `init`, the adapter this run continued, under
+    record so far, with `continued`, the training record of the adapter this run continued, under
     `continued_from`. No threshold: until `askbetter calibrate` picks one, the default applies."""
-    from askbetter.clarifier.local import adapter_config
-
     training = {"steps": state["step"], "planned_steps": planned_steps, "train_examples": n_train,
                 "tokens_seen": state["tokens"], "train_seconds": round(state["seconds"], 1),
                 **peak_memory_mb(cfg.device, state.get("peak_mb")), "config": cfg.to_json()}
-    continued = adapter_config(init).get("training")
     if continued:
         training["continued_from"] = continued
     return {"prompt_style": cfg.prompt_style, "max_input_tokens": cfg.max_input_tokens,
@@ -274,6 +271,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         resolve_dtype,
     )
     from askbetter.clarifier.data_build import balanced_sample
+    from askbetter.clarifier.local import adapter_config
 
     settings = settings or Settings.from_env()
     if cfg.threads:
@@ -289,6 +287,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     model, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)
     use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
     init = resolve_adapter(cfg.init_adapter)
+    continued = adapter_config(init).get("training")  # read once; written with every checkpoint
     ckpt = cfg.out_dir / "checkpoint"
     resuming = (ckpt / "trainer_state.pt").is_file()
     # the LoRA shape comes from the continued adapter, else from cfg; the weights from the
@@ -373,10 +372,10 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
             state["peak_mb"] = peak_memory_mb(cfg.device, state.get("peak_mb"))
             state["plan_digest"] = digests[state["step"]]
             _save_checkpoint(model, optimizer, scheduler, state, ckpt,
-                             clarifier_meta(cfg, state, len(items), total, init))
+                             clarifier_meta(cfg, state, len(items), total, continued))
     bar.close()
     log_file.close()
-    return finish(model, tokenizer, cfg, clarifier_meta(cfg, state, len(items), total, init),
+    return finish(model, tokenizer, cfg, clarifier_meta(cfg, state, len(items), total, continued),
                   dev_file, settings.dtype)
 
 

@@ -69,13 +69,17 @@ def validate_example(obj: Any) -> Example:
             raise ValueError(f"message content must be a string: {m!r}")
     if messages[-1]["role"] != "user" or not messages[-1]["content"].strip():
         raise ValueError("messages must end with the (non-empty) user turn being judged")
-    documents = obj.setdefault("documents", [])
+    if obj.get("documents") is None:  # left out or null: no passages, as `pre` has
+        obj["documents"] = []
+    documents = obj["documents"]
     if not isinstance(documents, list):
         raise ValueError("documents must be a list")
     for d in documents:
         if not isinstance(d, dict) or not isinstance(d.get("text"), str):
             raise ValueError(f"bad document {str(d)[:80]!r}: needs a text string")
-        d.setdefault("id", "")
+        d["id"] = str(d.get("id") or "")
+        if d.get("title") is not None:
+            d["title"] = str(d["title"])
     clar = obj["clarification"]
     if clar is not None and not isinstance(clar, str):
         raise ValueError("clarification must be a string or null")

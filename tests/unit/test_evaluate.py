@@ -198,6 +198,17 @@ def test_load_examples_from_elsewhere_without_kind_or_source(tmp_path):
     assert loaded["messages"] == EXAMPLES[0]["messages"]
 
 
+def test_load_examples_from_elsewhere_with_null_documents_and_loose_document_fields(tmp_path):
+    # another source's writer may give `pre` null documents, numeric ids, a null or numeric title
+    pre = {**EXAMPLES[0], "setting": "pre", "documents": None}
+    post = {**EXAMPLES[1], "setting": "post",
+            "documents": [{"id": 3, "title": None, "text": "a"}, {"title": 1984, "text": "b"}]}
+    loaded = ev.load_examples(write_jsonl(tmp_path / "loose.jsonl", [pre, post]))
+    assert loaded[0]["documents"] == []
+    assert loaded[1]["documents"] == [{"id": "3", "title": None, "text": "a"},
+                                      {"id": "", "title": "1984", "text": "b"}]
+
+
 def test_load_examples_rejects_an_empty_judged_turn(tmp_path):
     # caught when the file is read, not an hour into scoring it
     empty_turn = {**EXAMPLES[1], "messages": [{"role": "user", "content": "  "}]}

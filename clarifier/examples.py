@@ -77,7 +77,8 @@ def validate_example(obj: Any) -> Example:
     for d in documents:
         if not isinstance(d, dict) or not isinstance(d.get("text"), str):
             raise ValueError(f"bad document {str(d)[:80]!r}: needs a text string")
-        d["id"] = str(d.get("id") or "")
+        # other writers may give numbers: read as text (id 0 stays "0"); no id reads as ""
+        d["id"] = "" if d.get("id") is None else str(d["id"])
         if d.get("title") is not None:
             d["title"] = str(d["title"])
     clar = obj["clarification"]

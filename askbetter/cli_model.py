@@ -45,7 +45,8 @@ def add_train(subparsers: Any) -> None:
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         flag = "--" + f.name.replace("_", "-")
         if isinstance(default, tuple):
-            parser.add_argument(flag, nargs="+", default=list(default), help=f"default: {' '.join(default)}")
+            parser.add_argument(flag, nargs="+", default=list(default),
+                                help=f"default: {' '.join(default) or 'none'}")
         elif isinstance(default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
                                 help=f"default: {default}")
@@ -62,7 +63,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="askbetter: %(message)s")
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     values = {k: v for k, v in vars(args).items() if k in names}
-    values["target_modules"] = tuple(values["target_modules"])
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
     try:
         cfg = TrainConfig(**values)
     except ValueError as exc:  # an option value out of range

@@ -290,6 +290,31 @@ def share_limits(sizes: dict[str, int], shares: dict[str, float]) -> dict[str, i
     return {name: int(binding[name] * total) if name in binding else n for name, n in sizes.items()}
 
 
+def leave_out(examples: list[Example], groups: Iterable[str]) -> list[Example]:
+    """The examples outside `groups`, each a source ("ambignq") or a source and setting
+    ("ambignq:pre"), for training without a source the model cannot learn from (AmbigNQ's `pre`
+    questions, whose label is world knowledge, teach it to ask on plain factual questions).
+    A group that matches no example is an error (a misspelt source would otherwise leave out
+    nothing)."""
+    groups = list(groups)
+    if not groups:
+        return examples
+    keys = [tuple(g.split(":", 1)) for g in groups]
+    matched: Counter[str] = Counter()
+    kept = []
+    for ex in examples:
+        hit = next((g for g, key in zip(groups, keys)
+                    if key == (ex["source"],) or key == (ex["source"], ex["setting"])), None)
+        if hit is None:
+            kept.append(ex)
+        else:
+            matched[hit] += 1
+    if missing := [g for g in groups if not matched[g]]:
+        present = sorted({f"{ex['source']}:{ex['setting']}" for ex in examples})
+        raise ValueError(f"{', '.join(missing)} matches no example; there are {', '.join(present)}")
+    return kept
+
+
 def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: float = 1.0,
                     by_kind: bool = False) -> list[Example]:
     """A sample of `n` examples stratified by (source, setting, label, whether the judged turn has

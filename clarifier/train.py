@@ -39,6 +39,9 @@ class TrainConfig:
     data_dir: Path = Path("data")  # holds train.jsonl and dev.jsonl from `askbetter data build`
     out_dir: Path = Path("runs/clarifier")
     base_model: str | None = None  # None: settings.base_model
+    # sources ("ambignq") or sources and settings ("ambignq:pre") left out of train.jsonl, before
+    # the sample and as contrast partners (data_build.leave_out)
+    exclude: tuple[str, ...] = ()
     max_examples: int = 3000  # stratified sample of train.jsonl (0: all)
     # each (source, setting, label, has a history) stratum's share of the sample grows with its
     # size to this power: 1 proportional, 0.5 more of the small strata, 0 equal (see
@@ -85,13 +88,17 @@ class TrainConfig:
             raise ValueError(f"pair_margin_weight must be 0 or more, not {self.pair_margin_weight}")
         if self.pair_margin_weight and not self.contrast_pairs:
             raise ValueError("pair_margin_weight needs contrast_pairs (the units it compares)")
+        for group in self.exclude:
+            source, colon, setting = group.partition(":")
+            if not source or (colon and setting not in ("pre", "post")):
+                raise ValueError(f"exclude takes SOURCE or SOURCE:pre or SOURCE:post, not {group!r}")
         if self.prompt_style not in TUNED_STYLES:
             raise ValueError(f"prompt_style must be one of {TUNED_STYLES}, not {self.prompt_style!r}")
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["data_dir"], d["out_dir"] = str(self.data_dir), str(self.out_dir)
-        d["target_modules"] = list(self.target_modules)
+        d["target_modules"], d["exclude"] = list(self.target_modules), list(self.exclude)
         return d
 
 
@@ -270,7 +277,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         resolve_adapter,
         resolve_dtype,
     )
-    from askbetter.clarifier.data_build import balanced_sample
+    from askbetter.clarifier.data_build import balanced_sample, leave_out
     from askbetter.clarifier.local import adapter_config
 
     settings = settings or Settings.from_env()
@@ -302,7 +309,9 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     if weights:
         set_peft_model_state_dict(model, load_file(weights / "adapter_model.safetensors"))
 
-    pool = read_examples(train_file)
+    pool = leave_out(read_examples(train_file), cfg.exclude)
+    if cfg.exclude:
+        log.warning("Left out %s: %d examples of %s kept", " ".join(cfg.exclude), len(pool), train_file)
     examples = (balanced_sample(pool, cfg.max_examples, cfg.seed, cfg.stratum_power,
                                 cfg.stratum_by_kind)
                 if cfg.max_examples else pool)

@@ -20,7 +20,7 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path,
     cfg = TrainConfig(data_dir=tmp_path / "data", out_dir=tmp_path / "run", max_examples=8,
                       dev_examples=4, max_input_tokens=64, batch_tokens=256, max_batch_size=2,
                       checkpoint_every=1, max_steps=1, contrast_pairs=True,
-                      prompt_style="tuned-question-last")
+                      prompt_style="tuned-question-last", exclude=("ambignq:pre",))
     adapter = train(cfg)
     peft_config = json.loads((adapter / "adapter_config.json").read_text())
     assert peft_config["base_model_name_or_path"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -30,6 +30,7 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path,
     meta = json.loads((adapter / CLARIFIER_CONFIG).read_text())
     assert 0.0 <= meta["threshold"] <= 1.0 and meta["training"]["steps"] == 1
     assert meta["prompt_style"] == "tuned-question-last"
+    assert meta["training"]["config"]["exclude"] == ["ambignq:pre"]
     assert meta["calibration"]["threshold"] == meta["threshold"] and meta["calibration"]["n"] == 4
     assert meta["calibration"]["file"] == str(tmp_path / "data" / "dev.jsonl")
     assert meta["calibration"]["dtype"] == Settings.from_env().dtype

@@ -45,6 +45,19 @@ def test_a_negative_stratum_power_is_a_clear_error(tmp_path: Path, capsys: pytes
     assert not (tmp_path / "run").exists()
 
 
+def test_exclude_takes_sources_and_settings(tmp_path: Path) -> None:
+    args = build_parser().parse_args(["train", "--exclude", "ambignq:pre", "or-sharc"])
+    assert args.exclude == ["ambignq:pre", "or-sharc"]
+    assert build_parser().parse_args(["train"]).exclude == []
+
+
+@pytest.mark.parametrize("group", ["ambignq:dev", ":pre", "ambignq:"])
+def test_a_malformed_exclude_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], group: str) -> None:
+    assert main(["train", "--exclude", group, "--out-dir", str(tmp_path / "run")]) == 1
+    assert f"exclude takes SOURCE or SOURCE:pre or SOURCE:post, not {group!r}" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize(("content", "message"), [("", "no examples"), ('{"id": 1\n', ":1: not a valid example")])
 def test_eval_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str) -> None:
     path = tmp_path / "x.jsonl"

@@ -20,6 +20,7 @@ from askbetter.clarifier import (
     source_topic_shift,
 )
 from askbetter.clarifier.data_build import (
+    leave_out,
     SOURCES,
     SPLITS,
     BuildReport,
@@ -560,6 +561,22 @@ def test_balanced_sample_is_stratified_and_deterministic():
     assert sorted(ex["id"] for ex in balanced_sample(examples, 10_000)) == sorted(
         ex["id"] for ex in examples
     )
+
+
+def test_leave_out_drops_a_source_or_one_of_its_settings():
+    examples = fake_examples()
+    without_a_pre = leave_out(examples, ["a:pre"])
+    assert len(without_a_pre) == 200 and {ex["source"] for ex in without_a_pre} == {"b", "c"}
+    without_b = leave_out(examples, ["b"])
+    assert len(without_b) == 810 and all(ex["source"] != "b" for ex in without_b)
+    assert leave_out(examples, ["a:pre", "c:pre"]) == [ex for ex in examples if ex["source"] == "b"]
+    assert leave_out(examples, []) == examples
+
+
+@pytest.mark.parametrize("group", ["a:post", "ambignq"])
+def test_leaving_out_what_is_not_there_is_an_error_naming_what_is(group: str):
+    with pytest.raises(ValueError, match=f"{group} matches no example; there are a:pre, b:post, c:pre"):
+        leave_out(fake_examples(), [group])
 
 
 def test_a_lower_stratum_power_gives_small_strata_more_and_never_more_than_they_have():

@@ -212,13 +212,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Errors with a message meant for the user (imported late: they live in heavy modules)."""
     from askbetter.clarifier.assets import ModelNotFound, ModelPackageMissing
+    from askbetter.clarifier.data_build import UnknownGroup
     from askbetter.clarifier.examples import ExampleFormatError
     from askbetter.clarifier.source_common import RawDataError
     from askbetter.clarifier.train import CheckpointMismatch
     from askbetter.retrieval.errors import RetrievalError
 
     return (UsageError, ModelPackageMissing, ModelNotFound, RetrievalError, ExampleFormatError,
-            RawDataError, CheckpointMismatch, FileNotFoundError)
+            RawDataError, CheckpointMismatch, UnknownGroup, FileNotFoundError)
 
 
 if __name__ == "__main__":

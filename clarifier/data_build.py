@@ -290,6 +290,10 @@ def share_limits(sizes: dict[str, int], shares: dict[str, float]) -> dict[str, i
     return {name: int(binding[name] * total) if name in binding else n for name, n in sizes.items()}
 
 
+class UnknownGroup(ValueError):
+    """A source or source and setting to leave out that no example has."""
+
+
 def leave_out(examples: list[Example], groups: Iterable[str]) -> list[Example]:
     """The examples outside `groups`, each a source ("ambignq") or a source and setting
     ("ambignq:pre"), for training without a source the model cannot learn from (AmbigNQ's `pre`
@@ -311,7 +315,7 @@ def leave_out(examples: list[Example], groups: Iterable[str]) -> list[Example]:
             matched[hit] += 1
     if missing := [g for g in groups if not matched[g]]:
         present = sorted({f"{ex['source']}:{ex['setting']}" for ex in examples})
-        raise ValueError(f"{', '.join(missing)} matches no example; there are {', '.join(present)}")
+        raise UnknownGroup(f"{', '.join(missing)} matches no example; there are {', '.join(present)}")
     return kept
 
 

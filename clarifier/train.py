@@ -288,6 +288,9 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     for f in (train_file, dev_file):
         if not f.is_file():
             raise FileNotFoundError(f"{f} not found: run `askbetter data build RAW_DIR --out {cfg.data_dir}` first")
+    pool = leave_out(read_examples(train_file), cfg.exclude)  # before the model: fail fast
+    if cfg.exclude:
+        log.warning("Left out %s: %d examples of %s kept", " ".join(cfg.exclude), len(pool), train_file)
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
 
     base = cfg.base_model or settings.base_model
@@ -309,9 +312,6 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     if weights:
         set_peft_model_state_dict(model, load_file(weights / "adapter_model.safetensors"))
 
-    pool = leave_out(read_examples(train_file), cfg.exclude)
-    if cfg.exclude:
-        log.warning("Left out %s: %d examples of %s kept", " ".join(cfg.exclude), len(pool), train_file)
     examples = (balanced_sample(pool, cfg.max_examples, cfg.seed, cfg.stratum_power,
                                 cfg.stratum_by_kind)
                 if cfg.max_examples else pool)

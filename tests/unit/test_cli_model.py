@@ -51,6 +51,16 @@ def test_exclude_takes_sources_and_settings(tmp_path: Path) -> None:
     assert build_parser().parse_args(["train"]).exclude == []
 
 
+def test_leaving_out_a_source_the_data_lacks_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["data", "build", str(FIXTURE_RAW), "--out", str(tmp_path / "data")]) == 0
+    capsys.readouterr()
+    argv = ["train", "--data-dir", str(tmp_path / "data"), "--out-dir", str(tmp_path / "run")]
+    assert main([*argv, "--exclude", "ambignq:pre", "qulac"]) == 1
+    err = capsys.readouterr().err
+    assert "askbetter: error: qulac matches no example; there are abg-coqa:post" in err
+    assert not (tmp_path / "run").exists()  # checked before the model loads or anything is written
+
+
 @pytest.mark.parametrize("group", ["ambignq:dev", ":pre", "ambignq:"])
 def test_a_malformed_exclude_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], group: str) -> None:
     assert main(["train", "--exclude", group, "--out-dir", str(tmp_path / "run")]) == 1

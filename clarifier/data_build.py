@@ -303,12 +303,11 @@ def leave_out(examples: list[Example], groups: Iterable[str]) -> list[Example]:
     groups = list(groups)
     if not groups:
         return examples
-    keys = [tuple(g.split(":", 1)) for g in groups]
     matched: Counter[str] = Counter()
     kept = []
     for ex in examples:
-        hit = next((g for g, key in zip(groups, keys)
-                    if key == (ex["source"],) or key == (ex["source"], ex["setting"])), None)
+        names = (ex["source"], f"{ex['source']}:{ex['setting']}")
+        hit = next((g for g in groups if g in names), None)
         if hit is None:
             kept.append(ex)
         else:

@@ -45,7 +45,7 @@ def test_a_negative_stratum_power_is_a_clear_error(tmp_path: Path, capsys: pytes
     assert not (tmp_path / "run").exists()
 
 
-def test_exclude_takes_sources_and_settings(tmp_path: Path) -> None:
+def test_exclude_takes_sources_and_settings() -> None:
     args = build_parser().parse_args(["train", "--exclude", "ambignq:pre", "or-sharc"])
     assert args.exclude == ["ambignq:pre", "or-sharc"]
     assert build_parser().parse_args(["train"]).exclude == []

@@ -20,13 +20,13 @@ from askbetter.clarifier import (
     source_topic_shift,
 )
 from askbetter.clarifier.data_build import (
-    leave_out,
     SOURCES,
     SPLITS,
     BuildReport,
     balanced_sample,
     build_dataset,
     format_counts,
+    leave_out,
     share_limits,
     split_of,
 )

@@ -35,6 +35,14 @@ def cmd_data_build(args: argparse.Namespace) -> int:
     return 0
 
 
+class _StoreTuple(argparse.Action):
+    """Store a `nargs="+"` option's values as a tuple, the type of the TrainConfig field."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, tuple(values))
+
+
 def add_train(subparsers: Any) -> None:
     from askbetter.clarifier.train import TrainConfig
 
@@ -45,7 +53,7 @@ def add_train(subparsers: Any) -> None:
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         flag = "--" + f.name.replace("_", "-")
         if isinstance(default, tuple):
-            parser.add_argument(flag, nargs="+", default=list(default),
+            parser.add_argument(flag, nargs="+", action=_StoreTuple, default=default,
                                 help=f"default: {' '.join(default) or 'none'}")
         elif isinstance(default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
@@ -63,7 +71,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="askbetter: %(message)s")
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     values = {k: v for k, v in vars(args).items() if k in names}
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
     try:
         cfg = TrainConfig(**values)
     except ValueError as exc:  # an option value out of range

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run `askbetter train` jobs side by side on a lent GPU machine, from the parts that
-# scripts/gpu_pack.py made (README, "Training on a lent GPU").
+# `scripts/gpu_carry.py pack` made (README, "Training on a lent GPU").
 #
 #   bash scripts/gpu_train.sh receive
 #       keep the parts this call carried (.gpu/part-K) in $WORK for the next call
@@ -9,7 +9,8 @@
 #       then run one `askbetter train` per NAME at once (each also gets --data-dir, --out-dir
 #       and --device), each stopped after $JOB_SECONDS; pack each run into $OUT/NAME.tar:
 #       its adapter (the last checkpoint if it was stopped) in bf16, train_config.json,
-#       train_log.jsonl and its log. scripts/gpu_unpack.py turns the tars into run folders.
+#       train_log.jsonl and its log. `scripts/gpu_carry.py unpack` makes run folders of them.
+#       A NAME run again on the same warm machine resumes from its checkpoint.
 #
 # Settings (environment): OUT (required for train), PACK (.gpu), WORK (/tmp/askbetter-gpu),
 # PYTHON (python3), DEVICE (cuda), JOB_SECONDS (480).
@@ -33,41 +34,20 @@ receive() {
 }
 
 join_and_install() {
-    "$PYTHON" - "$WORK" <<'EOF'
-import hashlib, json, lzma, sys, tarfile
-from pathlib import Path
-work = Path(sys.argv[1])
-manifest = json.loads((work / "parts" / "manifest.json").read_text())
-parts = [work / "parts" / f"{manifest['blob']}.{k}" for k in range(1, manifest["parts"] + 1)]
-missing = [p.name for p in parts if not p.is_file()]
-if missing:
-    sys.exit(f"parts missing: {' '.join(missing)} (run `receive` with each part carried first)")
-blob = b"".join(p.read_bytes() for p in parts)
-if hashlib.sha256(blob).hexdigest() != manifest["sha256"]:
-    sys.exit("the joined parts do not match the manifest's SHA-256: pack again")
-(work / manifest["blob"]).write_bytes(blob)
-with tarfile.open(work / manifest["blob"]) as tar:
-    tar.extractall(work / "pack", filter="data")
-(work / "data").mkdir(exist_ok=True)
-for xz in (work / "pack" / "data").glob("*.xz"):
-    (work / "data" / xz.stem).write_bytes(lzma.decompress(xz.read_bytes()))
-EOF
+    rm -rf "$WORK/wheels" "$WORK/data"
+    "$PYTHON" scripts/gpu_carry.py join "$WORK/parts" "$WORK"
     "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-build-isolation \
-        --upgrade --target "$WORK/site" "$WORK"/pack/wheels/*.whl .
+        --upgrade --target "$WORK/site" "$WORK"/wheels/*.whl .
 }
 
 pack_run() {  # NAME: the adapter (or last checkpoint) in bf16, its records and log, in $OUT/NAME.tar
     local name=$1 run="$WORK/runs/$1" from=adapter
     [ -f "$run/adapter/adapter_model.safetensors" ] || from=checkpoint
-    mkdir -p "$WORK/back/$name"
+    rm -rf "$WORK/back/$name" && mkdir -p "$WORK/back/$name"
     if [ -f "$run/$from/adapter_model.safetensors" ]; then
         cp "$run/$from"/{adapter_config.json,askbetter_clarifier.json} "$WORK/back/$name/"
-        "$PYTHON" - "$run/$from/adapter_model.safetensors" "$WORK/back/$name/adapter_model.safetensors" <<'EOF'
-import sys, torch
-from safetensors.torch import load_file, save_file
-save_file({k: v.to(torch.bfloat16) for k, v in load_file(sys.argv[1]).items()}, sys.argv[2],
-          metadata={"format": "pt"})
-EOF
+        "$PYTHON" scripts/gpu_carry.py bf16 "$run/$from/adapter_model.safetensors" \
+            "$WORK/back/$name/adapter_model.safetensors"
     fi
     cp "$run"/train_config.json "$run"/train_log.jsonl "$WORK/back/$name/" 2>/dev/null || true
     cp "$WORK/logs/$name.log" "$WORK/back/$name/train.log"

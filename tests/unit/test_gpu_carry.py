@@ -1,0 +1,107 @@
+"""scripts/gpu_carry.py: the parts a GPU training run is carried in, and the runs coming back."""
+
+import importlib.util
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu_carry.py"
+spec = importlib.util.spec_from_file_location("gpu_carry", SCRIPT)
+gpu_carry = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gpu_carry)
+
+
+@pytest.fixture
+def splits(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    for split in gpu_carry.SPLITS:
+        lines = [json.dumps({"id": f"{split}-{i}", "text": "word " * (i % 7)}) for i in range(300)]
+        (data / split).write_text("\n".join(lines) + "\n")
+    return data
+
+
+def _receive(folders: list[Path], parts: Path) -> None:
+    """What `gpu_train.sh receive` does over the calls: every part and a manifest in one folder."""
+    parts.mkdir()
+    for folder in folders:
+        for f in folder.iterdir():
+            (parts / f.name).write_bytes(f.read_bytes())
+
+
+def test_parts_are_even_under_the_limit_and_join_back_to_the_splits_and_wheels(
+        tmp_path: Path, splits: Path) -> None:
+    wheel = tmp_path / "demo-1.0-py3-none-any.whl"
+    wheel.write_bytes(bytes(range(256)) * 40)
+    blob = gpu_carry.build_blob(splits, [wheel])
+    folders = gpu_carry.write_parts(blob, tmp_path / "out", part_bytes=len(blob) // 3 + 10)
+    sizes = [(f / f"{gpu_carry.BLOB}.{k}").stat().st_size for k, f in enumerate(folders, 1)]
+    assert len(folders) == 3 and max(sizes) <= len(blob) // 3 + 10 and max(sizes) - min(sizes) <= 2
+    _receive(folders, tmp_path / "parts")
+    gpu_carry.join_parts(tmp_path / "parts", tmp_path / "work")
+    for split in gpu_carry.SPLITS:
+        assert (tmp_path / "work" / "data" / split).read_bytes() == (splits / split).read_bytes()
+    assert (tmp_path / "work" / "wheels" / wheel.name).read_bytes() == wheel.read_bytes()
+    assert not list((tmp_path / "work" / "data").glob("*.xz"))
+
+
+def test_packing_again_replaces_the_old_parts(tmp_path: Path, splits: Path) -> None:
+    blob = gpu_carry.build_blob(splits, [])
+    gpu_carry.write_parts(blob, tmp_path / "out", part_bytes=len(blob) // 4 + 1)
+    assert [f.name for f in gpu_carry.write_parts(blob, tmp_path / "out", len(blob))] == ["part-1"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["part-1"]
+
+
+def test_a_missing_or_altered_part_is_a_clear_error(tmp_path: Path, splits: Path) -> None:
+    blob = gpu_carry.build_blob(splits, [])
+    folders = gpu_carry.write_parts(blob, tmp_path / "out", part_bytes=len(blob) // 2 + 1)
+    _receive(folders[:1], tmp_path / "parts")
+    with pytest.raises(SystemExit, match=f"parts missing: {gpu_carry.BLOB}.2"):
+        gpu_carry.join_parts(tmp_path / "parts", tmp_path / "work")
+    second = tmp_path / "parts" / f"{gpu_carry.BLOB}.2"
+    second.write_bytes(b"x" + (folders[1] / second.name).read_bytes()[1:])
+    with pytest.raises(SystemExit, match="SHA-256"):
+        gpu_carry.join_parts(tmp_path / "parts", tmp_path / "work")
+
+
+def test_packing_without_built_splits_says_how_to_build_them(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="askbetter data build"):
+        gpu_carry.build_blob(tmp_path, [])
+
+
+def _run_tar(tmp_path: Path, weights: dict[str, torch.Tensor]) -> Path:
+    """A run as `gpu_train.sh` packs it: adapter files, records and log under NAME/ in a tar."""
+    run = tmp_path / "back" / "g2"
+    run.mkdir(parents=True)
+    save_file(weights, run / gpu_carry.WEIGHTS)
+    gpu_carry.cast_weights(run / gpu_carry.WEIGHTS, run / gpu_carry.WEIGHTS, "bfloat16")
+    (run / "adapter_config.json").write_text("{}")
+    (run / "askbetter_clarifier.json").write_text(json.dumps({"training": {"steps": 3}}))
+    (run / "train_config.json").write_text("{}")
+    (run / "train.log").write_text("log")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(run, arcname="g2")
+    (tmp_path / "g2.tar").write_bytes(buf.getvalue())
+    return tmp_path / "g2.tar"
+
+
+def test_unpack_makes_a_run_folder_with_an_fp32_adapter_and_keeps_an_existing_one(tmp_path: Path) -> None:
+    weights = {"lora_A": torch.randn(4, 8), "lora_B": torch.randn(8, 4)}
+    tar = _run_tar(tmp_path, weights)
+    run = gpu_carry.unpack(tar, tmp_path / "runs")
+    assert run == tmp_path / "runs" / "g2"
+    assert sorted(p.name for p in (run / "adapter").iterdir()) == sorted(gpu_carry.ADAPTER_FILES)
+    assert (run / "train.log").read_text() == "log" and (run / "train_config.json").is_file()
+    back = load_file(run / "adapter" / gpu_carry.WEIGHTS)
+    for name, tensor in weights.items():
+        assert back[name].dtype == torch.float32
+        assert torch.equal(back[name], tensor.to(torch.bfloat16).to(torch.float32))
+    with pytest.raises(SystemExit, match="exists"):
+        gpu_carry.unpack(tar, tmp_path / "runs")
+    assert torch.equal(load_file(run / "adapter" / gpu_carry.WEIGHTS)["lora_A"], back["lora_A"])

@@ -10,7 +10,8 @@
 #       and --device), each stopped after $JOB_SECONDS; pack each run into $OUT/NAME.tar:
 #       its adapter (the last checkpoint if it was stopped) in bf16, train_config.json,
 #       train_log.jsonl and its log. `scripts/gpu_carry.py unpack` makes run folders of them.
-#       A NAME run again on the same warm machine resumes from its checkpoint.
+#       A NAME run again on the same warm machine resumes from its checkpoint (no part need
+#       be carried again once all were received).
 #
 # Settings (environment): OUT (required for train), PACK (.gpu), WORK (/tmp/askbetter-gpu),
 # PYTHON (python3), DEVICE (cuda), JOB_SECONDS (480).
@@ -29,7 +30,7 @@ receive() {
         cp "$part" "$PACK/$(basename "$(dirname "$part")")/manifest.json" "$WORK/parts/"
         found=1
     done
-    [ "$found" = 1 ] || { echo "no parts under $PACK: carry $PACK/part-K" >&2; exit 2; }
+    [ "$found" = 1 ] || { echo "no parts under $PACK: carry $PACK/part-K" >&2; return 2; }
     echo "parts held: $(cd "$WORK/parts" && ls askbetter-gpu.tar.* | tr '\n' ' ')"
 }
 
@@ -40,9 +41,10 @@ join_and_install() {
         --upgrade --target "$WORK/site" "$WORK"/wheels/*.whl .
 }
 
-pack_run() {  # NAME: the adapter (or last checkpoint) in bf16, its records and log, in $OUT/NAME.tar
+pack_run() {  # NAME EXIT: the adapter (the last checkpoint unless the job ended well) in bf16,
+              # its records and log, in $OUT/NAME.tar
     local name=$1 run="$WORK/runs/$1" from=adapter
-    [ -f "$run/adapter/adapter_model.safetensors" ] || from=checkpoint
+    [ "$2" = 0 ] || from=checkpoint
     rm -rf "$WORK/back/$name" && mkdir -p "$WORK/back/$name"
     if [ -f "$run/$from/adapter_model.safetensors" ]; then
         cp "$run/$from"/{adapter_config.json,askbetter_clarifier.json} "$WORK/back/$name/"
@@ -58,7 +60,9 @@ pack_run() {  # NAME: the adapter (or last checkpoint) in bf16, its records and 
 train() {
     : "${OUT:?set OUT to the folder whose files come back}"
     [ $# -ge 2 ] && [ $(($# % 2)) = 0 ] || { echo "usage: $0 train NAME OPTIONS [NAME OPTIONS ...]" >&2; exit 2; }
-    receive
+    # parts carried now, or all of them received by earlier calls on this warm machine
+    receive 2>/dev/null || [ -f "$WORK/parts/manifest.json" ] \
+        || { echo "no parts carried or held: carry $PACK/part-K" >&2; exit 2; }
     join_and_install
     mkdir -p "$WORK/logs" "$WORK/runs"
     local names=() pids=()
@@ -77,13 +81,13 @@ train() {
         rc=0; wait "${pids[$i]}" || rc=$?
         echo "${names[$i]}: exit $rc; $(tr '\r' '\n' <"$WORK/logs/${names[$i]}.log" | grep -v '^\s*$' | tail -n 1)"
         [ "$rc" = 0 ] || status=1
-        pack_run "${names[$i]}"
+        pack_run "${names[$i]}" "$rc"
     done
     return "$status"
 }
 
 case "${1:-}" in
-    receive) receive ;;
+    receive) receive || exit 2 ;;
     train) shift; train "$@" ;;
     *) echo "usage: $0 receive | train NAME OPTIONS [NAME OPTIONS ...]" >&2; exit 2 ;;
 esac

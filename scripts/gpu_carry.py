@@ -38,7 +38,6 @@ SPLITS = ("train.jsonl", "dev.jsonl")
 BLOB = "askbetter-gpu.tar"
 MANIFEST = "manifest.json"
 WEIGHTS = "adapter_model.safetensors"
-ADAPTER_FILES = ("adapter_config.json", WEIGHTS, "askbetter_clarifier.json")
 
 
 def download_wheels(dest: Path) -> list[Path]:
@@ -116,6 +115,9 @@ def cast_weights(src: Path, dst: Path, dtype: str) -> None:
 def unpack(tar_path: Path, runs: Path) -> Path:
     """One run's tar from `gpu_train.sh` into `runs/NAME/` (`adapter/` in fp32, as the CPU path
     and the shipped adapter keep it; the records and log beside it); returns the run folder."""
+    from askbetter.clarifier.local import CLARIFIER_CONFIG  # here only: `join` runs before install
+
+    adapter_files = {"adapter_config.json", WEIGHTS, CLARIFIER_CONFIG}
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(tar_path) as tar:
         tar.extractall(tmp, filter="data")
         (src,) = Path(tmp).iterdir()
@@ -128,7 +130,7 @@ def unpack(tar_path: Path, runs: Path) -> Path:
             if f.name == WEIGHTS:
                 cast_weights(f, adapter / f.name, "float32")
             else:
-                shutil.copy(f, (adapter if f.name in ADAPTER_FILES else run) / f.name)
+                shutil.copy(f, (adapter if f.name in adapter_files else run) / f.name)
     return run
 
 
@@ -162,15 +164,17 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "bf16":
         cast_weights(args.src, args.dst, "bfloat16")
     else:
+        from askbetter.clarifier.local import adapter_config
+
         for tar_path in args.tars:
             run = unpack(tar_path, args.runs)
-            meta = run / "adapter" / "askbetter_clarifier.json"
-            if not meta.is_file():
+            record = adapter_config(run / "adapter").get("training")
+            if record is None:
                 print(f"{run}: no adapter came back; see {run / 'train.log'}")
                 continue
-            record = json.loads(meta.read_text()).get("training", {})
-            print(f"{run}: {(run / 'FROM').read_text().strip()}, {record.get('steps')} steps, "
-                  f"{record.get('tokens_seen')} tokens, {record.get('train_seconds')} s")
+            ended = record["steps"] == record["planned_steps"]  # else the job's last checkpoint
+            print(f"{run}: from: {'adapter' if ended else 'checkpoint'}, {record['steps']} steps, "
+                  f"{record['tokens_seen']} tokens, {record['train_seconds']} s")
 
 
 if __name__ == "__main__":

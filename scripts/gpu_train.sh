@@ -24,14 +24,10 @@ JOB_SECONDS=${JOB_SECONDS:-480}
 
 receive() {
     mkdir -p "$WORK/parts"
-    local found=0
-    for part in "$PACK"/part-*/askbetter-gpu.tar.*; do
-        [ -e "$part" ] || continue
-        cp "$part" "$PACK/$(basename "$(dirname "$part")")/manifest.json" "$WORK/parts/"
-        found=1
-    done
-    [ "$found" = 1 ] || { echo "no parts under $PACK: carry $PACK/part-K" >&2; return 2; }
-    echo "parts held: $(cd "$WORK/parts" && ls askbetter-gpu.tar.* | tr '\n' ' ')"
+    compgen -G "$PACK/part-*/*" >/dev/null \
+        || { echo "no parts under $PACK: carry $PACK/part-K" >&2; return 2; }
+    cp "$PACK"/part-*/* "$WORK/parts/"  # the part and the manifest each part folder holds
+    echo "held: $(ls "$WORK/parts" | tr '\n' ' ')"
 }
 
 join_and_install() {
@@ -53,7 +49,6 @@ pack_run() {  # NAME EXIT: the adapter (the last checkpoint unless the job ended
     fi
     cp "$run"/train_config.json "$run"/train_log.jsonl "$WORK/back/$name/" 2>/dev/null || true
     cp "$WORK/logs/$name.log" "$WORK/back/$name/train.log"
-    echo "from: $from" > "$WORK/back/$name/FROM"
     tar -cf "$OUT/$name.tar" -C "$WORK/back" "$name"
 }
 

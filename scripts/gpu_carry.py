@@ -114,19 +114,22 @@ def cast_weights(src: Path, dst: Path, dtype: str) -> None:
 
 def unpack(tar_path: Path, runs: Path) -> Path:
     """One run's tar from `gpu_train.sh` into `runs/NAME/` (`adapter/` in fp32, as the CPU path
-    and the shipped adapter keep it; the records and log beside it); returns the run folder."""
+    and the shipped adapter keep it; the records and log beside it; no `adapter/` when a job that
+    failed sent none); returns the run folder."""
     from askbetter.clarifier.local import CLARIFIER_CONFIG  # here only: `join` runs before install
 
     adapter_files = {"adapter_config.json", WEIGHTS, CLARIFIER_CONFIG}
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(tar_path) as tar:
         tar.extractall(tmp, filter="data")
         (src,) = Path(tmp).iterdir()
+        files = list(src.iterdir())
         run = runs / src.name
         adapter = run / "adapter"
         if adapter.exists():
             raise SystemExit(f"{adapter} exists: move it away or pick another --runs folder")
-        adapter.mkdir(parents=True)
-        for f in src.iterdir():
+        sent_adapter = any(f.name in adapter_files for f in files)
+        (adapter if sent_adapter else run).mkdir(parents=True, exist_ok=True)
+        for f in files:
             if f.name == WEIGHTS:
                 cast_weights(f, adapter / f.name, "float32")
             else:

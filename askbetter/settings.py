@@ -7,6 +7,7 @@ same list. Nothing here imports the rest of the package, so any module may impor
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
@@ -23,6 +24,15 @@ BUNDLED_BASE_MODEL_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 BUNDLED_EMBEDDING_MODEL = "bundled:all-minilm-l6-v2"
 #: The default adapter: the LoRA adapter shipped inside `askbetter.clarifier`.
 BUNDLED_ADAPTER = "bundled"
+
+#: The `dtype` names `askbetter.clarifier.assets.resolve_dtype` knows.
+DTYPES = ("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
+#: torch devices a setting may name.
+DEVICE_PATTERN = re.compile(r"(cpu|mps|cuda(:\d+)?)")
+#: The smallest prompt budget: a short question and the chat template's own tokens.
+MIN_INPUT_TOKENS = 64
+#: The most passages a turn retrieves: the answer prompt holds only a few within its budget.
+MAX_TOP_K = 20
 
 
 def _default_cache_dir() -> Path:
@@ -106,16 +116,43 @@ class Settings:
         return settings
 
     def validate(self) -> None:
+        """Raise ValueError naming the setting (and its variable) when a value is out of range."""
         if self.ask_mode not in ("interrupt", "message"):
             raise ValueError(f"ask_mode must be 'interrupt' or 'message', not {self.ask_mode!r}")
         if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"threshold must lie in [0, 1], not {self.threshold}")
-        if self.max_rounds < 0:
-            raise ValueError("max_rounds must be >= 0")
-        if self.top_k < 1:
-            raise ValueError("top_k must be >= 1")
+        for name, low, high in (("max_rounds", 0, None), ("top_k", 1, MAX_TOP_K),
+                                ("max_input_tokens", MIN_INPUT_TOKENS, None),
+                                ("max_question_tokens", 1, None), ("max_answer_tokens", 1, None),
+                                ("chroma_port", 1, 65535)):
+            _check_range(name, getattr(self, name), low, high)
         if not 0 <= self.chunk_overlap < self.chunk_size:
             raise ValueError("chunk_overlap must be >= 0 and smaller than chunk_size")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype ({ENV_VARS['dtype']}) must be one of {', '.join(DTYPES)}, "
+                             f"not {self.dtype!r}")
+        if not DEVICE_PATTERN.fullmatch(self.device):
+            raise ValueError(f"device ({ENV_VARS['device']}) must be cpu, cuda, cuda:N or mps, "
+                             f"not {self.device!r}")
+        if self.device != "cpu" and not _device_available(self.device):
+            raise ValueError(f"device ({ENV_VARS['device']}) is {self.device!r}, but this torch "
+                             "has no such device: use cpu")
+
+
+def _check_range(name: str, value: int, low: int, high: int | None) -> None:
+    if value < low or (high is not None and value > high):
+        bound = f"{low} or more" if high is None else f"between {low} and {high}"
+        raise ValueError(f"{name} ({ENV_VARS[name]}) must be {bound}, not {value}")
+
+
+def _device_available(device: str) -> bool:
+    """Whether torch has this device (imported here only: settings are read before any model)."""
+    import torch
+
+    if device.startswith("cuda"):
+        index = int(device.partition(":")[2] or 0)
+        return torch.cuda.is_available() and index < torch.cuda.device_count()
+    return torch.backends.mps.is_available()
 
 
 def _parse(name: str, raw: str, annotation: object) -> object:
@@ -133,5 +170,7 @@ def _parse(name: str, raw: str, annotation: object) -> object:
         if "Path" in kind:
             return Path(raw).expanduser()
     except ValueError as exc:
-        raise ValueError(f"{ENV_VARS[name]}={raw!r} is not a valid {kind}") from exc
+        expected = ("true or false (1/0, yes/no, on/off)" if "bool" in kind
+                    else "number (or none)" if "float" in kind else "whole number")
+        raise ValueError(f"{ENV_VARS[name]}={raw!r} is not a valid value: expected a {expected}") from exc
     return raw

@@ -133,4 +133,4 @@ def test_chroma_path_that_is_a_file_is_a_clear_error(tmp_path, capsys):
 def test_bad_setting_in_the_environment_is_a_clear_error(monkeypatch, capsys):
     monkeypatch.setenv("ASKBETTER_TOP_K", "many")
     assert cli.main(["ask", "q"]) == 1
-    assert "ASKBETTER_TOP_K='many' is not a valid" in capsys.readouterr().err
+    assert "ASKBETTER_TOP_K='many' is not a valid value: expected a whole number" in capsys.readouterr().err

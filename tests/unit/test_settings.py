@@ -1,0 +1,32 @@
+"""Settings read from the environment: every out-of-range value is a ValueError naming it."""
+
+import pytest
+import torch
+
+from askbetter.settings import MAX_TOP_K, Settings
+
+
+def test_defaults_and_overrides_from_the_environment() -> None:
+    s = Settings.from_env({"ASKBETTER_TOP_K": "7", "ASKBETTER_DTYPE": "bf16", "ASKBETTER_PRE_CHECK": "off"})
+    assert (s.top_k, s.dtype, s.pre_check, s.device) == (7, "bf16", False, "cpu")
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("ASKBETTER_MAX_ANSWER_TOKENS", "-5", "max_answer_tokens (ASKBETTER_MAX_ANSWER_TOKENS) must be 1 or more, not -5"),
+    ("ASKBETTER_MAX_QUESTION_TOKENS", "0", "max_question_tokens (ASKBETTER_MAX_QUESTION_TOKENS) must be 1 or more"),
+    ("ASKBETTER_MAX_INPUT_TOKENS", "-1", "max_input_tokens (ASKBETTER_MAX_INPUT_TOKENS) must be 64 or more"),
+    ("ASKBETTER_CHROMA_PORT", "99999", "chroma_port (ASKBETTER_CHROMA_PORT) must be between 1 and 65535"),
+    ("ASKBETTER_TOP_K", str(MAX_TOP_K + 1), f"top_k (ASKBETTER_TOP_K) must be between 1 and {MAX_TOP_K}"),
+    ("ASKBETTER_DTYPE", "int8", "dtype (ASKBETTER_DTYPE) must be one of auto, float32"),
+    ("ASKBETTER_DEVICE", "gpu", "device (ASKBETTER_DEVICE) must be cpu, cuda, cuda:N or mps, not 'gpu'"),
+    ("ASKBETTER_THRESHOLD", "abc", "ASKBETTER_THRESHOLD='abc' is not a valid value: expected a number"),
+])
+def test_out_of_range_values_name_the_setting_and_its_variable(variable: str, value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Settings.from_env({variable: value})
+
+
+def test_a_device_torch_does_not_have_is_refused_before_any_model_loads(monkeypatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="'cuda:1', but this torch has no such device"):
+        Settings.from_env({"ASKBETTER_DEVICE": "cuda:1"})

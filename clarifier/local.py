@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from askbetter.clarifier.assets import LoadedModel, load_model, pad_token_id
+from askbetter.clarifier.assets import LoadedModel, load_model, pad_token_id, read_json
 from askbetter.clarifier.prompt import (
     PROMPT_STYLES,
     PromptStyle,
@@ -32,7 +32,7 @@ def adapter_config(adapter: Path | None) -> dict:
     """The clarifier settings stored with an adapter ({} when there are none)."""
     if adapter is None or not (adapter / CLARIFIER_CONFIG).is_file():
         return {}
-    return json.loads((adapter / CLARIFIER_CONFIG).read_text())
+    return read_json(adapter / CLARIFIER_CONFIG)
 
 
 def write_adapter_config(adapter: Path, config: dict) -> None:

@@ -271,6 +271,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     from transformers import get_linear_schedule_with_warmup
 
     from askbetter.clarifier.assets import (
+        ADAPTER_WEIGHTS,
         base_model_name,
         load_base,
         pad_token_id,
@@ -291,13 +292,13 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     pool = leave_out(read_examples(train_file), cfg.exclude)  # before the model: fail fast
     if cfg.exclude:
         log.warning("Left out %s: %d examples of %s kept", " ".join(cfg.exclude), len(pool), train_file)
+    init = resolve_adapter(cfg.init_adapter)
+    continued = adapter_config(init).get("training")  # read once; written with every checkpoint
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
 
     base = cfg.base_model or settings.base_model
     model, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)
     use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
-    init = resolve_adapter(cfg.init_adapter)
-    continued = adapter_config(init).get("training")  # read once; written with every checkpoint
     ckpt = cfg.out_dir / "checkpoint"
     resuming = (ckpt / "trainer_state.pt").is_file()
     # the LoRA shape comes from the continued adapter, else from cfg; the weights from the
@@ -310,7 +311,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     model.peft_config["default"].base_model_name_or_path = base_model_name(base)
     weights = ckpt if resuming else init
     if weights:
-        set_peft_model_state_dict(model, load_file(weights / "adapter_model.safetensors"))
+        set_peft_model_state_dict(model, load_file(weights / ADAPTER_WEIGHTS))
 
     examples = (balanced_sample(pool, cfg.max_examples, cfg.seed, cfg.stratum_power,
                                 cfg.stratum_by_kind)

@@ -4,6 +4,8 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from askbetter.clarifier import assets
 from askbetter.clarifier.assets import (
@@ -15,6 +17,7 @@ from askbetter.clarifier.assets import (
     resolve_base_model,
     resolve_dtype,
 )
+from askbetter.clarifier.local import adapter_config
 
 
 def test_missing_bundled_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,10 +53,31 @@ def test_adapters_name_the_bundled_base_by_its_hub_id() -> None:
 
 def test_adapter_resolution(tmp_path: Path) -> None:
     assert resolve_adapter("none") is None and resolve_adapter(None) is None
+    with pytest.raises(ModelNotFound, match="does not exist"):
+        resolve_adapter(str(tmp_path / "missing"))
     with pytest.raises(ModelNotFound, match="adapter_config.json"):
         resolve_adapter(str(tmp_path))
     (tmp_path / "adapter_config.json").write_text("{}")
+    with pytest.raises(ModelNotFound, match="no adapter_model.safetensors"):
+        resolve_adapter(str(tmp_path))
+    save_file({"w": torch.zeros(2, 2)}, tmp_path / "adapter_model.safetensors")
     assert resolve_adapter(str(tmp_path)) == tmp_path
+
+
+@pytest.mark.parametrize(("name", "damage", "message"), [
+    ("adapter_model.safetensors", lambda b: b[:-3], "adapter_model.safetensors is corrupt or truncated"),
+    ("adapter_model.safetensors", lambda b: b"\xff" * len(b), "adapter_model.safetensors is corrupt or truncated"),
+    ("adapter_config.json", lambda b: b"{\n", "adapter_config.json is not valid JSON"),
+    ("askbetter_clarifier.json", lambda b: b"{\n", "askbetter_clarifier.json is not valid JSON"),
+])
+def test_a_damaged_adapter_file_is_named_before_any_model_loads(tmp_path: Path, name, damage, message) -> None:
+    (tmp_path / "adapter_config.json").write_text("{}")
+    (tmp_path / "askbetter_clarifier.json").write_text("{}")
+    save_file({"w": torch.zeros(2, 2)}, tmp_path / "adapter_model.safetensors")
+    (tmp_path / name).write_bytes(damage((tmp_path / name).read_bytes()))
+    with pytest.raises(ModelNotFound, match=message):
+        resolve_adapter(str(tmp_path))
+        adapter_config(tmp_path)
 
 
 def test_dtype_names() -> None:

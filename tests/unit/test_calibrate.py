@@ -51,4 +51,4 @@ def test_calibrate_needs_an_adapter(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["calibrate", str(path), "--adapter", "none"]) == 1
     assert "needs an adapter" in capsys.readouterr().err
     assert main(["calibrate", str(path), "--adapter", str(tmp_path / "missing")]) == 1
-    assert "not a PEFT adapter folder" in capsys.readouterr().err
+    assert "missing does not exist" in capsys.readouterr().err

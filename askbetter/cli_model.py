@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +92,27 @@ def add_calibrate(subparsers: Any) -> None:
     parser.set_defaults(handler=cmd_calibrate)
 
 
+def check_output_files(**paths: Path | None) -> None:
+    """UsageError, before any model loads, for an output option (`--json=PATH`...) whose file
+    could not be written: a folder, under a file, or in a folder the user may not write."""
+    for option, path in paths.items():
+        if path is None:
+            continue
+        flag = f"--{option.replace('_', '-')} {path}"
+        if path.is_dir():
+            raise UsageError(f"{flag} is a folder: name a file")
+        parent = next(p for p in path.parents if p.exists())  # the root always exists
+        if not parent.is_dir():
+            raise UsageError(f"{flag}: {parent} is a file, not a folder")
+        if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise UsageError(f"{flag}: no permission to write there")
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from askbetter.clarifier.calibrate import run_calibrate
     from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
+    check_output_files(predictions=args.predictions)
     try:
         record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings_from(args),
                                predictions_out=args.predictions)
@@ -123,6 +141,9 @@ def add_eval(subparsers: Any) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.markdown is not None and not args.baselines:
+        raise UsageError("--markdown writes the --baselines table: add --baselines")
+    check_output_files(json=args.json_out, predictions=args.predictions, markdown=args.markdown)
     settings = settings_from(args)
     try:
         return _evaluate(args, settings)

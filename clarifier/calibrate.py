@@ -4,13 +4,16 @@
 PATH` does it again for an existing adapter: after a run that stopped before its threshold was
 picked, on another device or dtype (the scores shift a little), or on a user's own labelled data.
 The threshold maximises accuracy (`metrics.pick_threshold`); the examples and the result are
-recorded under `calibration` in the adapter's `askbetter_clarifier.json`. With `--predictions`,
+recorded under `calibration` in the adapter's `askbetter_clarifier.json`, with the threshold it
+replaces (`previous_threshold`). Examples of one label only are refused (no threshold lies between
+them) and fewer than `FEW_EXAMPLES` bring a warning. With `--predictions`,
 the per-example scores and the decisions at the new threshold are written as `askbetter eval
 --predictions` writes them, so that dev needs scoring once per adapter.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -19,8 +22,13 @@ from typing import Any
 from tqdm import tqdm
 
 from askbetter.clarifier.examples import Example, check_documents, needs_clarification
+from askbetter.clarifier.local import adapter_config, write_adapter_config
 from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.settings import Settings
+
+log = logging.getLogger(__name__)
+
+FEW_EXAMPLES = 200  # fewer: `calibrate` warns that the threshold is noisy
 
 
 def threshold_on(
@@ -52,8 +60,6 @@ def threshold_for(labels: Sequence[bool], scores: Sequence[float]) -> dict[str, 
 def store_threshold(adapter: Path, threshold: float, record: dict[str, Any]) -> None:
     """Write `threshold` (and `record` under `calibration`) into the adapter's clarifier config,
     keeping its other fields."""
-    from askbetter.clarifier.local import adapter_config, write_adapter_config
-
     write_adapter_config(adapter, {**adapter_config(adapter), "threshold": threshold, "calibration": record})
 
 
@@ -75,13 +81,27 @@ def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
     if folder is None:
         raise ValueError("calibrate needs an adapter (\"bundled\" or a PEFT folder), not none")
     examples = load_examples(path, limit)
+    check_both_labels(examples)
+    if len(examples) < FEW_EXAMPLES:
+        log.warning("A threshold picked on %d examples is noisy: a few hundred or more are better",
+                    len(examples))
     settings = resolve_settings(settings, None)
     clarifier = local_clarifier(settings, adapter=str(folder), prompt_style=None)
     predictions = predict(examples, clarifier, generate_questions=False, desc="calibrate")
     picked = threshold_for([p.label for p in predictions], [p.score for p in predictions])
-    record = {"file": str(path), **picked, "device": settings.device, "dtype": settings.dtype}
-    store_threshold(folder, record["threshold"], record)
-    if predictions_out is not None:
+    record = {"file": str(path), **picked, "device": settings.device, "dtype": settings.dtype,
+              "previous_threshold": adapter_config(folder).get("threshold")}
+    if predictions_out is not None:  # first: a failed write leaves the adapter as it was
         write_predictions(predictions_out, [replace(p, decision=p.score >= record["threshold"])
                                             for p in predictions])
+    store_threshold(folder, record["threshold"], record)
     return record
+
+
+def check_both_labels(examples: Sequence[Example]) -> None:
+    """ValueError unless the examples hold both labels: a threshold between them needs both."""
+    asks = sum(needs_clarification(ex) for ex in examples)
+    if asks in (0, len(examples)):
+        label = "need clarification" if asks else "are clear"
+        raise ValueError(f"calibration needs examples of both labels: all {len(examples)} {label}; "
+                         "the stored threshold is kept")

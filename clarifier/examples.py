@@ -95,15 +95,23 @@ def read_examples(path: str | Path) -> list[Example]:
 
 def iter_examples(path: str | Path) -> Iterator[Example]:
     path = Path(path)
+    if path.is_dir():
+        raise ExampleFormatError(f"{path} is a folder: name a JSONL file of examples, e.g. data/dev.jsonl")
     if not path.is_file():
         raise FileNotFoundError(f"no such examples file: {path}")
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ExampleFormatError(
+                    f"{path}:{lineno}: not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1})"
+                ) from exc
             if not line.strip():
                 continue
             try:
                 yield validate_example(json.loads(line))
-            except (json.JSONDecodeError, ValueError) as exc:
+            except ValueError as exc:  # json.JSONDecodeError is one
                 raise ExampleFormatError(f"{path}:{lineno}: not a valid example: {exc}") from exc
 
 

@@ -27,11 +27,21 @@ from tqdm import tqdm
 from askbetter.clarifier.contrast import with_contrasts
 from askbetter.clarifier.examples import Example, check_documents, read_examples
 from askbetter.clarifier.prompt import CLEAR, TUNED_STYLES, clear_token_id, prompt_ids
-from askbetter.settings import Settings
+from askbetter.settings import MIN_INPUT_TOKENS, Settings
 
 log = logging.getLogger(__name__)
 
 PAIR_MARGIN = 1.0  # nats of log P(CLEAR) between a contrast unit's clear and clarify members
+
+
+# the smallest value of each numeric TrainConfig field that has one (0 where 0 means "none" or
+# "all"); lr and lora_alpha must be above 0, warmup_share and lora_dropout below 1
+_AT_LEAST: dict[str, float] = {
+    "max_examples": 0, "stratum_power": 0, "pair_margin_weight": 0, "dev_examples": 0,
+    "max_input_tokens": MIN_INPUT_TOKENS, "max_target_tokens": 1, "epochs": 1, "batch_tokens": 1,
+    "max_batch_size": 1, "lora_r": 1, "first_token_weight": 0, "checkpoint_every": 1,
+    "threads": 0, "max_steps": 0,
+}
 
 
 @dataclass
@@ -82,10 +92,15 @@ class TrainConfig:
     init_adapter: str = ""
 
     def __post_init__(self) -> None:
-        if not self.stratum_power >= 0:  # also catches NaN
-            raise ValueError(f"stratum_power must be 0 or more, not {self.stratum_power}")
-        if not self.pair_margin_weight >= 0:
-            raise ValueError(f"pair_margin_weight must be 0 or more, not {self.pair_margin_weight}")
+        for name, low in _AT_LEAST.items():
+            if not getattr(self, name) >= low:  # also catches NaN
+                raise ValueError(f"{name} must be {low} or more, not {getattr(self, name)}")
+        for name in ("lr", "lora_alpha"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be above 0, not {getattr(self, name)}")
+        for name in ("warmup_share", "lora_dropout"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"{name} must lie in [0, 1), not {getattr(self, name)}")
         if self.pair_margin_weight and not self.contrast_pairs:
             raise ValueError("pair_margin_weight needs contrast_pairs (the units it compares)")
         for group in self.exclude:

@@ -4,8 +4,11 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from askbetter.cli import main
+from askbetter.clarifier import evaluate
 from askbetter.clarifier.calibrate import store_threshold, threshold_on
 from askbetter.clarifier.local import CLARIFIER_CONFIG
 from example_factory import example
@@ -52,3 +55,53 @@ def test_calibrate_needs_an_adapter(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "needs an adapter" in capsys.readouterr().err
     assert main(["calibrate", str(path), "--adapter", str(tmp_path / "missing")]) == 1
     assert "missing does not exist" in capsys.readouterr().err
+
+
+class _ScoreByQuery:
+    """Scores 0.9 a query that contains "which", else 0.1; threshold 0.5."""
+
+    threshold = 0.5
+
+    def score(self, messages: list, documents: list | None) -> float:
+        return 0.9 if "which" in messages[-1]["content"] else 0.1
+
+
+def _adapter_folder(tmp_path: Path, threshold: float) -> Path:
+    folder = tmp_path / "adapter"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text("{}")
+    save_file({"w": torch.zeros(1)}, folder / "adapter_model.safetensors")
+    (folder / CLARIFIER_CONFIG).write_text(json.dumps({"threshold": threshold}))
+    return folder
+
+
+def _write(path: Path, examples: list) -> Path:
+    path.write_text("".join(json.dumps(ex) + "\n" for ex in examples))
+    return path
+
+
+def test_calibrate_stores_the_new_threshold_with_the_one_it_replaces(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(evaluate, "local_clarifier", lambda settings, adapter, prompt_style: _ScoreByQuery())
+    folder = _adapter_folder(tmp_path, 0.241)
+    path = _write(tmp_path / "dev.jsonl", [example(1, "pre", "Which one?", "ambiguous", "which one"),
+                                           example(2, "pre", None, "clear", "the capital of France")])
+    assert main(["calibrate", str(path), "--adapter", str(folder), "--predictions", str(tmp_path / "p.jsonl")]) == 0
+    config = json.loads((folder / CLARIFIER_CONFIG).read_text())
+    assert 0.1 < config["threshold"] <= 0.9 and config["calibration"]["previous_threshold"] == 0.241
+    assert [json.loads(line)["decision"] for line in (tmp_path / "p.jsonl").read_text().splitlines()] == [True, False]
+
+
+def test_calibrate_refuses_one_label_and_an_unwritable_output_and_keeps_the_threshold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    monkeypatch.setattr(evaluate, "local_clarifier", lambda settings, adapter, prompt_style: _ScoreByQuery())
+    folder = _adapter_folder(tmp_path, 0.241)
+    before = (folder / CLARIFIER_CONFIG).read_text()
+    clear = _write(tmp_path / "clear.jsonl", [example(i, "pre", None, "clear") for i in range(3)])
+    assert main(["calibrate", str(clear), "--adapter", str(folder)]) == 1
+    assert "needs examples of both labels: all 3 are clear; the stored threshold is kept" in capsys.readouterr().err
+    mixed = _write(tmp_path / "mixed.jsonl", [example(1, "pre", "Which one?", "ambiguous", "which one"),
+                                              example(2, "pre", None, "clear")])
+    assert main(["calibrate", str(mixed), "--adapter", str(folder), "--predictions", str(tmp_path)]) == 1
+    assert "--predictions" in capsys.readouterr().err
+    assert (folder / CLARIFIER_CONFIG).read_text() == before

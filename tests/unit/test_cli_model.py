@@ -39,9 +39,22 @@ def test_train_without_data_says_how_to_build_it(tmp_path: Path, capsys: pytest.
     assert "askbetter data build" in capsys.readouterr().err
 
 
-def test_a_negative_stratum_power_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["train", "--stratum-power", "-1", "--out-dir", str(tmp_path / "run")]) == 1
-    assert "stratum_power must be 0 or more, not -1.0" in capsys.readouterr().err
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--stratum-power", "-1", "stratum_power must be 0 or more, not -1.0"),
+    ("--max-examples", "-1", "max_examples must be 0 or more, not -1"),
+    ("--epochs", "0", "epochs must be 1 or more, not 0"),
+    ("--max-steps", "-3", "max_steps must be 0 or more, not -3"),
+    ("--batch-tokens", "0", "batch_tokens must be 1 or more, not 0"),
+    ("--max-input-tokens", "0", "max_input_tokens must be 64 or more, not 0"),
+    ("--lora-r", "0", "lora_r must be 1 or more, not 0"),
+    ("--lr", "-1", "lr must be above 0, not -1.0"),
+    ("--warmup-share", "1", "warmup_share must lie in [0, 1), not 1.0"),
+])
+def test_an_option_out_of_range_is_a_clear_error_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    assert main(["train", option, value, "--out-dir", str(tmp_path / "run")]) == 1
+    assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
 
@@ -74,3 +87,23 @@ def test_eval_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[st
     path.write_text(content)
     assert main(["eval", str(path), "--no-questions"]) == 1
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--json", "{tmp}"], "--json {tmp} is a folder: name a file"),
+    (["--predictions", "{tmp}/x.jsonl/p.jsonl"], "{tmp}/x.jsonl is a file, not a folder"),
+    (["--markdown", "{tmp}/t.md"], "--markdown writes the --baselines table: add --baselines"),
+])
+def test_eval_refuses_an_output_it_could_not_write_before_any_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, options: list[str], message: str
+) -> None:
+    from askbetter.clarifier import evaluate
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(evaluate, "local_clarifier", no_model)
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps({"id": 1, "messages": [{"role": "user", "content": "q"}], "clarification": None}) + "\n")
+    assert main(["eval", str(path), "--no-questions", *[o.format(tmp=tmp_path) for o in options]]) == 1
+    assert message.format(tmp=tmp_path) in capsys.readouterr().err

@@ -188,6 +188,12 @@ def test_load_examples_errors(tmp_path):
         ev.load_examples(write_jsonl(tmp_path / "ok.jsonl", EXAMPLES), 0)
     with pytest.raises(FileNotFoundError):
         ev.load_examples(tmp_path / "missing.jsonl")
+    latin = tmp_path / "latin1.jsonl"
+    latin.write_bytes(json.dumps(EXAMPLES[0]).encode() + b"\n" + json.dumps(EXAMPLES[1]).replace("e", "\xe9").encode("latin-1") + b"\n")
+    with pytest.raises(ExampleFormatError, match=r"latin1.jsonl:2: not UTF-8 text \(byte 0xe9"):
+        ev.load_examples(latin)
+    with pytest.raises(ExampleFormatError, match="is a folder"):
+        ev.load_examples(tmp_path)
 
 
 def test_load_examples_from_elsewhere_without_kind_or_source(tmp_path):

@@ -10,6 +10,7 @@ one line and exit 1, without a traceback.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import uuid
 import warnings
@@ -197,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warnings.showwarning = _show_warning
+    logging.basicConfig(level=logging.WARNING, format="askbetter: %(message)s")
+    # PEFT reads transformers' deprecated `is_gradient_checkpointing`: noise a user cannot act on
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
     try:
         return args.handler(args)
     except KeyboardInterrupt:

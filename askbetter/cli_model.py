@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -69,7 +68,6 @@ def add_train(subparsers: Any) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from askbetter.clarifier.train import TrainConfig, train
 
-    logging.basicConfig(level=logging.WARNING, format="askbetter: %(message)s")
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     values = {k: v for k, v in vars(args).items() if k in names}
     try:

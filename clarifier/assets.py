@@ -78,7 +78,11 @@ def convert_gguf(gguf: Path, out_dir: Path) -> Path:
     """Dequantise a GGUF checkpoint into a trainable safetensors folder (once; locked)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ModelNotFound(f"cannot use the cache folder {out_dir.parent} (ASKBETTER_CACHE_DIR): "
+                            f"{exc.strerror}") from exc
     with FileLock(str(out_dir) + ".lock"):
         if (out_dir / "config.json").is_file() and (out_dir / "model.safetensors").is_file():
             return out_dir

@@ -88,3 +88,10 @@ def test_dtype_names() -> None:
     assert resolve_dtype("auto", "cuda") is torch.bfloat16
     with pytest.raises(ValueError, match="ASKBETTER_DTYPE"):
         resolve_dtype("int3", "cpu")
+
+
+def test_a_cache_folder_that_cannot_be_made_names_its_variable(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ModelNotFound, match=r"cannot use the cache folder .*file/sub \(ASKBETTER_CACHE_DIR\)"):
+        assets.convert_gguf(tmp_path / "model.gguf", blocker / "sub" / "smollm2")

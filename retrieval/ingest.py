@@ -8,6 +8,7 @@ of their old version stay until the collection is rebuilt.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,9 @@ from askbetter.retrieval.loaders import (
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
+
+PathArg = str | os.PathLike[str]
+IGNORED_SHOWN = 5  # ignored files named in the error when a folder holds nothing to ingest
 
 
 @dataclass
@@ -48,7 +52,7 @@ class IngestReport:
 
 
 def ingest(
-    paths: Iterable[str | Path],
+    paths: PathArg | Iterable[PathArg],
     collection: "Collection",
     chunk_size: int = 800,
     chunk_overlap: int = 120,
@@ -58,9 +62,10 @@ def ingest(
 ) -> IngestReport:
     """Ingest files and folders (recursively: .txt, .md, .pdf, .jsonl) into `collection`.
 
-    Unusable files and JSON lines are skipped and listed in the report; the rest is ingested.
+    `paths` is one path or several. Unusable files and JSON lines are skipped and listed in the
+    report; the rest is ingested. Folders with no file to ingest raise `RetrievalError`.
     """
-    files = _discover(paths)
+    files = find_files(paths)
     report = IngestReport(files_seen=len(files))
     chunks = _read(files, chunk_size, chunk_overlap, report, progress)
     ids = list(chunks)
@@ -102,23 +107,45 @@ def _metadata(document: SourceDocument, index: int) -> Metadata:
     return {"source": document.source, **document.metadata, "title": document.title, "chunk": index}
 
 
-def _discover(paths: Iterable[str | Path]) -> list[Path]:
+def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:
     """Files named directly (any type: unsupported ones get reported), plus the supported files
-    under each folder, recursively, skipping hidden ones; in order, without repeats."""
+    under each folder, recursively, skipping hidden ones; in order, without repeats.
+
+    Raises `RetrievalError` for a missing path, or when only folders are named and none of them
+    holds a supported file (naming the other files found there)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
     found: dict[Path, None] = {}
+    folders: list[Path] = []
+    ignored: list[str] = []
     for raw in paths:
         path = Path(raw).expanduser()
         if not path.exists():
             raise RetrievalError(f"{path} does not exist")
-        if path.is_dir():
-            for file in sorted(path.rglob("*")):
-                relative = file.relative_to(path).parts
-                hidden = any(part.startswith(".") for part in relative)
-                if file.is_file() and not hidden and file.suffix.lower() in SUPPORTED_SUFFIXES:
-                    found.setdefault(file, None)
-        else:
+        if not path.is_dir():
             found.setdefault(path, None)
+            continue
+        folders.append(path)
+        for file in sorted(path.rglob("*")):
+            relative = file.relative_to(path)
+            if not file.is_file() or any(part.startswith(".") for part in relative.parts):
+                continue
+            if file.suffix.lower() in SUPPORTED_SUFFIXES:
+                found.setdefault(file, None)
+            else:
+                ignored.append(str(relative))
+    if not found:
+        raise RetrievalError(_nothing_to_ingest(folders, ignored))
     return list(found)
+
+
+def _nothing_to_ingest(folders: list[Path], ignored: list[str]) -> str:
+    kinds = f"{', '.join(SUPPORTED_SUFFIXES[:-1])} or {SUPPORTED_SUFFIXES[-1]}"
+    message = f"no {kinds} files under {', '.join(map(str, folders))}"
+    if ignored:
+        names = ", ".join(ignored[:IGNORED_SHOWN]) + (", ..." if len(ignored) > IGNORED_SHOWN else "")
+        message += f" ({len(ignored)} other file{'' if len(ignored) == 1 else 's'} ignored: {names})"
+    return message
 
 
 def _store_new(

@@ -125,6 +125,7 @@ def test_unreachable_chroma_server_is_a_clear_error(monkeypatch, capsys):
 def test_chroma_path_that_is_a_file_is_a_clear_error(tmp_path, capsys):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
+    (tmp_path / "a.md").write_text("# A\n\nSync is on.")
     assert cli.main(["ingest", str(tmp_path), "--chroma-path", str(blocker)]) == 1
     assert "is a file, not a folder" in capsys.readouterr().err
     assert blocker.read_text() == "x"  # nothing stored is touched
@@ -134,3 +135,15 @@ def test_bad_setting_in_the_environment_is_a_clear_error(monkeypatch, capsys):
     monkeypatch.setenv("ASKBETTER_TOP_K", "many")
     assert cli.main(["ask", "q"]) == 1
     assert "ASKBETTER_TOP_K='many' is not a valid" in capsys.readouterr().err
+
+
+def test_ingesting_a_folder_with_nothing_to_ingest_is_an_error_that_writes_nothing(tmp_path, capsys):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.docx").write_bytes(b"PK")
+    store = tmp_path / "chroma"
+    assert cli.main(["ingest", str(folder), "--chroma-path", str(store)]) == 1
+    assert capsys.readouterr().err == (
+        f"askbetter: error: no .txt, .md, .pdf or .jsonl files under {folder} (1 other file ignored: notes.docx)\n"
+    )
+    assert not store.exists()

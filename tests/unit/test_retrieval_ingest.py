@@ -208,3 +208,28 @@ def test_collection_uses_cosine_space(settings, client):
     collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
     assert collection.configuration["hnsw"]["space"] == "cosine"
     assert isinstance(client, chromadb.api.ClientAPI)
+
+
+def test_a_single_path_is_taken_whole(settings, client, corpus):
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    for path in (str(corpus), corpus / "expenses.txt"):
+        report = ingest(path, collection, progress=False)
+        assert report.files_ingested == (4 if path == str(corpus) else 1)
+    assert all(str(corpus) in source for source in {m["source"] for m in collection.get()["metadatas"]})
+
+
+def test_folders_with_nothing_to_ingest_are_an_error_naming_what_they_hold(settings, client, tmp_path):
+    (tmp_path / "empty").mkdir()
+    other = tmp_path / "other"
+    (other / "sub").mkdir(parents=True)
+    (other / "a.docx").write_bytes(b"PK")
+    (other / "sub" / "b.csv").write_text("x,y\n")
+    (other / ".hidden.md").write_text("# not counted")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    with pytest.raises(RetrievalError) as caught:
+        ingest([tmp_path / "empty", other], collection, progress=False)
+    assert str(caught.value) == (
+        f"no .txt, .md, .pdf or .jsonl files under {tmp_path / 'empty'}, {other} "
+        "(2 other files ignored: a.docx, sub/b.csv)"
+    )
+    assert collection.count() == 0

@@ -1,9 +1,12 @@
 """Ingest files into a Chroma collection: read, chunk, embed, store; safe to run again.
 
-Chunk ids come from the chunk's text alone (see `chunk_id`), and a batch stores only the ids the
-collection lacks. So re-ingesting the same files adds nothing and re-embeds nothing, and an
-interrupted ingestion is resumed by running it again. Changed files add new chunks; the chunks
-of their old version stay until the collection is rebuilt.
+Chunk ids come from the file (its absolute path, stored as the chunk's `file` metadata) and the
+chunk's text (see `chunk_id`), and a batch stores only the ids the collection lacks. So
+re-ingesting the same files adds nothing and re-embeds nothing, and an interrupted ingestion is
+resumed by running it again. Once every batch is stored, the chunks stored earlier for each file
+read in this run that its current version no longer has are deleted (LangChain's "incremental"
+cleanup): an edited file keeps only its new text. A file that cannot be read, or is not named in
+this run, keeps what it had.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 
 PathArg = str | os.PathLike[str]
 IGNORED_SHOWN = 5  # ignored files named in the error when a folder holds nothing to ingest
+FILE_KEY = "file"  # the chunk metadata holding the absolute path of the file it came from
 
 
 @dataclass
@@ -38,14 +42,15 @@ class IngestReport:
     files_seen: int = 0
     files_ingested: int = 0
     chunks_added: int = 0
-    chunks_present: int = 0  # already in the collection (or repeated within this run)
+    chunks_present: int = 0  # already in the collection (or repeated within its file)
+    chunks_removed: int = 0  # stored for a file earlier, gone from its current version
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file or file:line, reason)
 
     def summary(self) -> str:
         lines = [
             f"{self.files_ingested}/{self.files_seen} files ingested: "
             f"{self.chunks_added} chunks added, {self.chunks_present} already present, "
-            f"{len(self.skipped)} skipped"
+            f"{self.chunks_removed} old chunks removed, {len(self.skipped)} skipped"
         ]
         lines += [f"  skipped {where}: {why}" for where, why in self.skipped]
         return "\n".join(lines)
@@ -76,6 +81,8 @@ def ingest(
             report.chunks_added += added
             report.chunks_present += len(batch) - added
             bar.update(len(batch))
+    for file, current in _ids_by_file(chunks).items():
+        report.chunks_removed += _remove_stale(collection, file, current)
     return report
 
 
@@ -91,20 +98,30 @@ def _read(
             report.skipped.append((str(path), str(exc)))
             continue
         report.skipped.extend(loaded.skipped)
+        file = str(path.resolve())
         for document in loaded.documents:
             for index, text in enumerate(chunk_text(document.text, chunk_size, chunk_overlap)):
-                key = chunk_id(text)
-                if key in chunks:  # the same text twice in this run: stored once
+                key = chunk_id(file, text)
+                if key in chunks:  # the same text twice in this file: stored once
                     report.chunks_present += 1
                 else:
-                    chunks[key] = (text, _metadata(document, index))
+                    chunks[key] = (text, _metadata(document, index, file))
         report.files_ingested += 1
     return chunks
 
 
-def _metadata(document: SourceDocument, index: int) -> Metadata:
-    """A JSONL record's own fields may replace `source` (e.g. a URL), never `title` or `chunk`."""
-    return {"source": document.source, **document.metadata, "title": document.title, "chunk": index}
+def _metadata(document: SourceDocument, index: int, file: str) -> Metadata:
+    """A JSONL record's own fields may replace `source` (e.g. a URL), never `title`, `chunk` or
+    `file`."""
+    return {"source": document.source, **document.metadata, "title": document.title, "chunk": index,
+            FILE_KEY: file}
+
+
+def _ids_by_file(chunks: dict[str, tuple[str, Metadata]]) -> dict[str, set[str]]:
+    by_file: dict[str, set[str]] = {}
+    for key, (_, metadata) in chunks.items():
+        by_file.setdefault(str(metadata[FILE_KEY]), set()).add(key)
+    return by_file
 
 
 def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:
@@ -169,3 +186,19 @@ def _store_new(
             "are kept; run the same ingestion again to continue"
         ) from exc
     return len(new)
+
+
+def _remove_stale(collection: "Collection", file: str, current: set[str]) -> int:
+    """Delete the chunks stored for `file` whose ids are not in `current`; return how many."""
+    from chromadb.errors import ChromaError
+
+    try:
+        stale = [i for i in collection.get(where={FILE_KEY: file}, include=[])["ids"] if i not in current]
+        if stale:
+            collection.delete(ids=stale)
+    except ChromaError as exc:
+        raise RetrievalError(
+            f"removing the old chunks of {file} from collection {collection.name!r} failed: {exc}. "
+            "Run the same ingestion again to finish"
+        ) from exc
+    return len(stale)

@@ -233,3 +233,38 @@ def test_folders_with_nothing_to_ingest_are_an_error_naming_what_they_hold(setti
         "(2 other files ignored: a.docx, sub/b.csv)"
     )
     assert collection.count() == 0
+
+
+def test_reingesting_an_edited_file_removes_its_old_chunks_only(settings, client, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "p.txt").write_text("Parking costs 5 euros.")
+    (folder / "copy.txt").write_text("Parking costs 5 euros.")  # the same text in another file
+    (folder / "hours.txt").write_text("The office opens at 9.")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    assert ingest(folder, collection, progress=False).chunks_added == 3
+
+    (folder / "p.txt").write_text("Parking costs 9 euros.")
+    report = ingest(folder / "p.txt", collection, progress=False)
+    assert (report.chunks_added, report.chunks_present, report.chunks_removed) == (1, 0, 1)
+    assert "1 chunks added, 0 already present, 1 old chunks removed" in report.summary()
+    stored = collection.get()
+    assert sorted(stored["documents"]) == [
+        "Parking costs 5 euros.", "Parking costs 9 euros.", "The office opens at 9."
+    ]
+    by_text = dict(zip(stored["documents"], stored["metadatas"]))
+    assert by_text["Parking costs 5 euros."]["source"] == str(folder / "copy.txt")
+
+    again = ingest(folder, collection, progress=False)  # nothing changed since
+    assert (again.chunks_added, again.chunks_present, again.chunks_removed) == (0, 3, 0)
+
+
+def test_a_file_that_no_longer_loads_keeps_its_chunks(settings, client, tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_text("Parking costs 5 euros.")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    ingest(path, collection, progress=False)
+    path.write_bytes("Parking co\xfbts 9 euros.".encode("latin-1"))
+    report = ingest(path, collection, progress=False)
+    assert (report.files_ingested, report.chunks_removed) == (0, 0)
+    assert collection.get()["documents"] == ["Parking costs 5 euros."]

@@ -64,13 +64,15 @@ def require_text(text: str, what: str = "question") -> str:
 
 def build_graph(settings: Settings) -> Any:
     """The default graph with an in-memory checkpointer. The Chroma collection is opened now, so
-    a missing or unreachable store is reported before any model loads."""
+    an unreachable store, or a collection missing or empty, is reported before any model loads
+    (and no collection is created)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     from askbetter.graph.factory import create_clarifying_rag
     from askbetter.retrieval.store import ChromaRetriever
 
     retriever = ChromaRetriever.from_settings(settings)
+    retriever.require_chunks()
     return create_clarifying_rag(retriever=retriever, settings=settings).compile(checkpointer=InMemorySaver())
 
 
@@ -135,6 +137,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     from askbetter.graph.context import default_context
     from askbetter.graph.trace import TurnPrinter, run_turn
+    from askbetter.retrieval.errors import RetrievalError
 
     settings = settings_from(args)
     context = default_context(settings)
@@ -155,7 +158,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
             print("(type a question, or /quit)")
             continue
         payload = Command(resume=text) if paused else {"messages": [("user", text)]}
-        result = run_turn(graph, payload, config, context, on_step=printer.step, on_token=printer.token)
+        try:
+            result = run_turn(graph, payload, config, context, on_step=printer.step, on_token=printer.token)
+        except RetrievalError as exc:  # e.g. the Chroma server went away: this turn fails, not the chat
+            print_error(exc)
+            paused = False
+            continue
         printer.outcome(result)
         paused = result.interrupt is not None
 
@@ -206,8 +214,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if not isinstance(exc, _user_errors()):
             raise
-        print(f"askbetter: error: {exc}", file=sys.stderr)
+        print_error(exc)
         return 1
+
+
+def print_error(exc: BaseException) -> None:
+    print(f"askbetter: error: {exc}", file=sys.stderr)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

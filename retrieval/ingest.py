@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from askbetter.retrieval.chunking import chunk_id, chunk_text
 from askbetter.retrieval.errors import RetrievalError
+from askbetter.retrieval.store import chroma_errors
 from askbetter.retrieval.loaders import (
     SUPPORTED_SUFFIXES,
     Metadata,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 PathArg = str | os.PathLike[str]
 IGNORED_SHOWN = 5  # ignored files named in the error when a folder holds nothing to ingest
 FILE_KEY = "file"  # the chunk metadata holding the absolute path of the file it came from
+RESUME_ADVICE = "The chunks stored so far are kept; run the same ingestion again to continue"
 
 
 @dataclass
@@ -169,9 +171,7 @@ def _store_new(
     collection: "Collection", ids: list[str], chunks: dict[str, tuple[str, Metadata]]
 ) -> int:
     """Add the chunks among `ids` that the collection lacks; return how many were added."""
-    from chromadb.errors import ChromaError
-
-    try:
+    with chroma_errors(f"writing to collection {collection.name!r} failed", RESUME_ADVICE):
         present = set(collection.get(ids=ids, include=[])["ids"])
         new = [i for i in ids if i not in present]
         if new:
@@ -180,25 +180,14 @@ def _store_new(
                 documents=[chunks[i][0] for i in new],
                 metadatas=[chunks[i][1] for i in new],  # type: ignore[misc]
             )
-    except ChromaError as exc:
-        raise RetrievalError(
-            f"writing to collection {collection.name!r} failed: {exc}. The chunks stored so far "
-            "are kept; run the same ingestion again to continue"
-        ) from exc
     return len(new)
 
 
 def _remove_stale(collection: "Collection", file: str, current: set[str]) -> int:
     """Delete the chunks stored for `file` whose ids are not in `current`; return how many."""
-    from chromadb.errors import ChromaError
-
-    try:
+    failure = f"removing the old chunks of {file} from collection {collection.name!r} failed"
+    with chroma_errors(failure, RESUME_ADVICE):
         stale = [i for i in collection.get(where={FILE_KEY: file}, include=[])["ids"] if i not in current]
         if stale:
             collection.delete(ids=stale)
-    except ChromaError as exc:
-        raise RetrievalError(
-            f"removing the old chunks of {file} from collection {collection.name!r} failed: {exc}. "
-            "Run the same ingestion again to finish"
-        ) from exc
     return len(stale)

@@ -155,11 +155,11 @@ def test_missing_path_is_a_clear_error(settings, client, tmp_path):
 
 
 def test_search_returns_ranked_passages_with_metadata(settings, client, corpus):
+    ingest([corpus], open_collection(settings, client=client, embedding_function=HashEmbedding()), progress=False)
     retriever = ChromaRetriever.from_settings(
         settings, client=client, embedding_function=HashEmbedding()
     )
     assert isinstance(retriever, Retriever)
-    ingest([corpus], retriever.collection, progress=False)
     passages = retriever.search("Nimbus Desktop Enable Sync computer", k=3)
     assert len(passages) == 3
     best = passages[0]
@@ -173,20 +173,33 @@ def test_search_returns_ranked_passages_with_metadata(settings, client, corpus):
 
 
 def test_search_rejects_empty_queries(settings, client):
-    retriever = ChromaRetriever.from_settings(
-        settings, client=client, embedding_function=HashEmbedding()
-    )
+    retriever = ChromaRetriever(open_collection(settings, client=client, embedding_function=HashEmbedding()))
     with pytest.raises(ValueError, match="empty query"):
         retriever.search("   ")
 
 
 def test_searching_an_empty_collection_says_how_to_fill_it(settings, client):
-    retriever = ChromaRetriever.from_settings(
-        settings, client=client, embedding_function=HashEmbedding()
-    )
+    retriever = ChromaRetriever(open_collection(settings, client=client, embedding_function=HashEmbedding()))
     expected = rf"collection '{settings.collection}' is empty: run `askbetter ingest"
     with pytest.raises(RetrievalError, match=expected):
         retriever.search("how do I turn on sync?")
+
+
+def test_a_retriever_never_creates_its_collection(tmp_path, monkeypatch):
+    settings = Settings(chroma_path=tmp_path / "chroma", collection="askbeter")
+    open_collection(Settings(chroma_path=settings.chroma_path), embedding_function=HashEmbedding())
+
+    def no_model(*args):
+        raise AssertionError("the embedding model was loaded")
+
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function", no_model)
+    with pytest.raises(RetrievalError) as caught:
+        ChromaRetriever.from_settings(settings)
+    assert str(caught.value) == (
+        "collection 'askbeter' does not exist (collections here: askbetter); "
+        "run `askbetter ingest PATH` first"
+    )
+    assert [c.name for c in make_client(settings).list_collections()] == ["askbetter"]
 
 
 def test_a_collection_keeps_its_embedding_function_and_its_data(tmp_path, corpus):

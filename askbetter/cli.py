@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from askbetter.graph.context import MAX_TOP_K, default_context, resolve_context
 from askbetter.settings import Settings
 
 Handler = Callable[[argparse.Namespace], int]
@@ -39,21 +40,24 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     _store_options(parser)
     parser.add_argument("--adapter", help='clarifier adapter: "bundled", a folder, or "none" (ASKBETTER_ADAPTER)')
     parser.add_argument("--threshold", type=float, help="ask when the score reaches this (ASKBETTER_THRESHOLD)")
-    parser.add_argument("--top-k", type=int, help="passages to retrieve (ASKBETTER_TOP_K)")
+    parser.add_argument("--top-k", type=int, help=f"passages to retrieve, 1 to {MAX_TOP_K} (ASKBETTER_TOP_K)")
     parser.add_argument("--max-rounds", type=int, help="questions per user turn (ASKBETTER_MAX_ROUNDS)")
     parser.add_argument("--pre-check", action=argparse.BooleanOptionalAction, help="check before retrieval")
     parser.add_argument("--post-check", action=argparse.BooleanOptionalAction, help="check after retrieval")
 
 
 def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
-    """Settings from the environment, overridden by the options given on the command line."""
+    """Settings from the environment, overridden by the options given on the command line; their
+    run context is checked as the graph will check it (`top_k` at most `MAX_TOP_K`)."""
     names = ("collection", "chroma_path", "adapter", "threshold", "top_k", "max_rounds", "pre_check",
              "post_check", "ask_mode")
     given = {name: getattr(args, name, None) for name in names}
     try:
-        return Settings.from_env(**{**given, **overrides})
+        settings = Settings.from_env(**{**given, **overrides})
+        resolve_context(None, default_context(settings))
     except ValueError as exc:  # a bad environment variable or option value
         raise UsageError(str(exc)) from exc
+    return settings
 
 
 def require_text(text: str, what: str = "question") -> str:
@@ -111,7 +115,6 @@ def add_ask(subparsers: Any) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from askbetter.graph.context import default_context
     from askbetter.graph.trace import TurnPrinter, run_turn
 
     question = require_text(args.question)
@@ -135,7 +138,6 @@ def add_chat(subparsers: Any) -> None:
 def cmd_chat(args: argparse.Namespace) -> int:
     from langgraph.types import Command
 
-    from askbetter.graph.context import default_context
     from askbetter.graph.trace import TurnPrinter, run_turn
     from askbetter.retrieval.errors import RetrievalError
 

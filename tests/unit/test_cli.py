@@ -226,3 +226,9 @@ def test_ingest_into_a_server_that_stops_mid_run_keeps_what_it_stored(chroma_ser
     finally:
         restarted.kill()
         restarted.wait()
+
+
+@pytest.mark.parametrize("top_k", ["21", "100000"])
+def test_top_k_out_of_range_is_a_clear_error(capsys, top_k):
+    assert cli.main(["ask", "q", "--top-k", top_k]) == 1
+    assert capsys.readouterr().err == f"askbetter: error: top_k must lie in [1, 20], not {top_k}\n"

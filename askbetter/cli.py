@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from askbetter.settings import Settings
+from askbetter.graph.context import default_context
+from askbetter.settings import MAX_TOP_K, Settings
 
 Handler = Callable[[argparse.Namespace], int]
 PROMPT = "you> "
@@ -40,21 +41,23 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     _store_options(parser)
     parser.add_argument("--adapter", help='clarifier adapter: "bundled", a folder, or "none" (ASKBETTER_ADAPTER)')
     parser.add_argument("--threshold", type=float, help="ask when the score reaches this (ASKBETTER_THRESHOLD)")
-    parser.add_argument("--top-k", type=int, help="passages to retrieve (ASKBETTER_TOP_K)")
+    parser.add_argument("--top-k", type=int, help=f"passages to retrieve, 1 to {MAX_TOP_K} (ASKBETTER_TOP_K)")
     parser.add_argument("--max-rounds", type=int, help="questions per user turn (ASKBETTER_MAX_ROUNDS)")
     parser.add_argument("--pre-check", action=argparse.BooleanOptionalAction, help="check before retrieval")
     parser.add_argument("--post-check", action=argparse.BooleanOptionalAction, help="check after retrieval")
 
 
 def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
-    """Settings from the environment, overridden by the options given on the command line."""
+    """Settings from the environment, overridden by the options given on the command line, checked
+    as the graph checks its run context (`Settings.validate`)."""
     names = ("collection", "chroma_path", "adapter", "threshold", "top_k", "max_rounds", "pre_check",
              "post_check", "ask_mode")
     given = {name: getattr(args, name, None) for name in names}
     try:
-        return Settings.from_env(**{**given, **overrides})
+        settings = Settings.from_env(**{**given, **overrides})
     except ValueError as exc:  # a bad environment variable or option value
         raise UsageError(str(exc)) from exc
+    return settings
 
 
 def require_text(text: str, what: str = "question") -> str:
@@ -65,13 +68,15 @@ def require_text(text: str, what: str = "question") -> str:
 
 def build_graph(settings: Settings) -> Any:
     """The default graph with an in-memory checkpointer. The Chroma collection is opened now, so
-    a missing or unreachable store is reported before any model loads."""
+    an unreachable store, or a collection missing or empty, is reported before any model loads
+    (and no collection is created)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     from askbetter.graph.factory import create_clarifying_rag
     from askbetter.retrieval.store import ChromaRetriever
 
     retriever = ChromaRetriever.from_settings(settings)
+    retriever.require_chunks()
     return create_clarifying_rag(retriever=retriever, settings=settings).compile(checkpointer=InMemorySaver())
 
 
@@ -90,15 +95,16 @@ def add_ingest(subparsers: Any) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from askbetter.retrieval.ingest import ingest
+    from askbetter.retrieval.ingest import find_files, ingest
     from askbetter.retrieval.store import open_collection
 
     settings = settings_from(args)
+    files = find_files(args.paths)  # before the store is opened: nothing to ingest writes nothing
     collection = open_collection(settings)
-    report = ingest(args.paths, collection, settings.chunk_size, settings.chunk_overlap, progress=True)
+    report = ingest(files, collection, settings.chunk_size, settings.chunk_overlap, progress=True)
     print(report.summary())
     print(f"collection {settings.collection!r} now holds {collection.count()} chunks")
-    return 0 if report.files_ingested or not report.files_seen else 1
+    return 0 if report.files_ingested else 1
 
 
 def add_ask(subparsers: Any) -> None:
@@ -109,7 +115,6 @@ def add_ask(subparsers: Any) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from askbetter.graph.context import default_context
     from askbetter.graph.trace import TurnPrinter, run_turn
 
     question = require_text(args.question)
@@ -133,8 +138,8 @@ def add_chat(subparsers: Any) -> None:
 def cmd_chat(args: argparse.Namespace) -> int:
     from langgraph.types import Command
 
-    from askbetter.graph.context import default_context
     from askbetter.graph.trace import TurnPrinter, run_turn
+    from askbetter.retrieval.errors import RetrievalError
 
     settings = settings_from(args)
     context = default_context(settings)
@@ -155,7 +160,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
             print("(type a question, or /quit)")
             continue
         payload = Command(resume=text) if paused else {"messages": [("user", text)]}
-        result = run_turn(graph, payload, config, context, on_step=printer.step, on_token=printer.token)
+        try:
+            result = run_turn(graph, payload, config, context, on_step=printer.step, on_token=printer.token)
+        except RetrievalError as exc:  # e.g. the Chroma server went away: this turn fails, not the chat
+            print_error(exc)
+            paused = False
+            continue
         printer.outcome(result)
         paused = result.interrupt is not None
 
@@ -209,8 +219,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if not isinstance(exc, _user_errors()):
             raise
-        print(f"askbetter: error: {exc}", file=sys.stderr)
+        print_error(exc)
         return 1
+
+
+def print_error(exc: BaseException) -> None:
+    print(f"askbetter: error: {exc}", file=sys.stderr)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

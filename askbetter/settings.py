@@ -128,6 +128,8 @@ class Settings:
             _check_range(name, getattr(self, name), low, high)
         if not 0 <= self.chunk_overlap < self.chunk_size:
             raise ValueError("chunk_overlap must be >= 0 and smaller than chunk_size")
+        for name in ("base_model", "answer_model"):
+            _check_model_folder(name, getattr(self, name))
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype ({ENV_VARS['dtype']}) must be one of {', '.join(DTYPES)}, "
                              f"not {self.dtype!r}")
@@ -143,6 +145,13 @@ def _check_range(name: str, value: int, low: int, high: int | None) -> None:
     if value < low or (high is not None and value > high):
         bound = f"{low} or more" if high is None else f"between {low} and {high}"
         raise ValueError(f"{name} ({ENV_VARS[name]}) must be {bound}, not {value}")
+
+
+def _check_model_folder(name: str, spec: str) -> None:
+    """A model setting written as a path (starting with ".", "/" or "~") must name a folder that
+    exists; anything else is a Hugging Face id, checked when the model loads."""
+    if spec.startswith((".", "/", "~")) and not Path(spec).expanduser().is_dir():
+        raise ValueError(f"{name} ({ENV_VARS[name]}) names the folder {spec}, which does not exist")
 
 
 def _device_available(device: str) -> bool:

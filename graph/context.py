@@ -10,14 +10,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from askbetter.settings import AskMode, Settings
+from askbetter.settings import MAX_TOP_K, AskMode, Settings
+
+
+# the types each key accepts (None, for any key, means "take the default")
+_TYPES: dict[str, tuple[type, ...]] = {
+    "pre_check": (bool,),
+    "post_check": (bool,),
+    "threshold": (float, int),
+    "top_k": (int,),
+    "ask_mode": (str,),
+    "max_rounds": (int,),
+}
 
 
 class Context(TypedDict, total=False):
     pre_check: bool  # run the clarifier before retrieval
     post_check: bool  # run the clarifier after retrieval, with the passages
     threshold: float | None  # ask when score >= threshold; None: the clarifier's own threshold
-    top_k: int  # passages retrieved
+    top_k: int  # passages retrieved, 1 to MAX_TOP_K
     ask_mode: AskMode  # "interrupt": pause with interrupt(); "message": end the turn with the question
     max_rounds: int  # clarification questions per user turn; past it the graph answers
 
@@ -34,21 +45,33 @@ def default_context(settings: Settings) -> Context:
 
 
 def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Context:
-    """`context` over `defaults`, validated; unknown keys or bad values raise ValueError."""
+    """`context` over `defaults`, validated; unknown keys or bad values raise ValueError, values of
+    the wrong type TypeError."""
     given = dict(context or {})
     unknown = set(given) - set(Context.__annotations__)
     if unknown:
         raise ValueError(
             f"unknown context key(s) {sorted(unknown)}; known: {sorted(Context.__annotations__)}"
         )
-    merged = Context(**{**defaults, **{k: v for k, v in given.items() if v is not None}})
+    given = {key: value for key, value in given.items() if value is not None}
+    for key, value in given.items():
+        _check_type(key, value)
+    merged = Context(**{**defaults, **given})
     if merged["ask_mode"] not in ("interrupt", "message"):
         raise ValueError(f"ask_mode must be 'interrupt' or 'message', not {merged['ask_mode']!r}")
     threshold = merged["threshold"]
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must lie in [0, 1], not {threshold}")
-    if merged["top_k"] < 1:
-        raise ValueError(f"top_k must be >= 1, not {merged['top_k']}")
+    if not 1 <= merged["top_k"] <= MAX_TOP_K:
+        raise ValueError(f"top_k must lie in [1, {MAX_TOP_K}], not {merged['top_k']}")
     if merged["max_rounds"] < 0:
         raise ValueError(f"max_rounds must be >= 0, not {merged['max_rounds']}")
     return merged
+
+
+def _check_type(key: str, value: Any) -> None:
+    """TypeError naming `key` when `value` is not of its type (a bool is no number here)."""
+    kinds = _TYPES[key]
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        expected = " or ".join(kind.__name__ for kind in kinds)
+        raise TypeError(f"context key {key!r} must be {expected}, not {type(value).__name__} {value!r}")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
@@ -71,7 +72,8 @@ def create_clarifying_rag(
     def read(runtime: Runtime[Context]) -> Context:
         return resolve_context(runtime.context, defaults)
 
-    def rewrite_node(state: RagState) -> Update:
+    def rewrite_node(state: RagState, config: RunnableConfig) -> Update:
+        require_user_turn(state, config)
         return rewrite(state, rewriter=rewriter, max_query_chars=max_query_chars)
 
     def pre_check_node(state: RagState, runtime: Runtime[Context]) -> Update:
@@ -110,3 +112,16 @@ def create_clarifying_rag(
     builder.add_conditional_edges(ASK_USER, edge(routing.after_ask_user), [REWRITE, END])
     builder.add_edge(ANSWER, END)
     return builder
+
+
+def require_user_turn(state: RagState, config: RunnableConfig) -> None:
+    """A turn starts from a user message (new, or the reply to a question); without one, as for a
+    `Command(resume=...)` on a fresh thread, raise ValueError rather than answer nothing. (On a
+    thread whose last turn ended, LangGraph itself runs no node for such a resume and drops it.)"""
+    messages = state.get("messages") or []
+    if not messages or messages[-1].type != "human":
+        thread = config.get("configurable", {}).get("thread_id")
+        raise ValueError(
+            f"nothing to resume on thread {thread!r}: no question is waiting for a reply; "
+            "send a user message instead"
+        )

@@ -40,10 +40,11 @@ def chunk_text(text: str, size: int, overlap: int) -> list[str]:
     return chunks
 
 
-def chunk_id(text: str) -> str:
-    """A content-derived id: the same text (up to whitespace) always gets the same id."""
+def chunk_id(file: str, text: str) -> str:
+    """An id derived from the file and the content: the same text (up to whitespace) in the same
+    file always gets the same id, and the same text in two files two ids."""
     normalized = " ".join(text.split())
-    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(f"{file}\0{normalized}".encode("utf-8")).hexdigest()[:32]
 
 
 def _pieces(text: str, size: int, joiner: str, level: int) -> list[tuple[str, str]]:

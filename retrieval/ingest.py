@@ -1,13 +1,17 @@
 """Ingest files into a Chroma collection: read, chunk, embed, store; safe to run again.
 
-Chunk ids come from the chunk's text alone (see `chunk_id`), and a batch stores only the ids the
-collection lacks. So re-ingesting the same files adds nothing and re-embeds nothing, and an
-interrupted ingestion is resumed by running it again. Changed files add new chunks; the chunks
-of their old version stay until the collection is rebuilt.
+Chunk ids come from the file (its absolute path, stored as the chunk's `file` metadata) and the
+chunk's text (see `chunk_id`), and a batch stores only the ids the collection lacks. So
+re-ingesting the same files adds nothing and re-embeds nothing, and an interrupted ingestion is
+resumed by running it again. Once every batch is stored, the chunks stored earlier for each file
+read in this run that its current version no longer has are deleted (LangChain's "incremental"
+cleanup): an edited file keeps only its new text. A file that cannot be read, or is not named in
+this run, keeps what it had.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +21,7 @@ from tqdm.auto import tqdm
 
 from askbetter.retrieval.chunking import chunk_id, chunk_text
 from askbetter.retrieval.errors import RetrievalError
+from askbetter.retrieval.store import chroma_errors
 from askbetter.retrieval.loaders import (
     SUPPORTED_SUFFIXES,
     Metadata,
@@ -28,27 +33,33 @@ from askbetter.retrieval.loaders import (
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
+PathArg = str | os.PathLike[str]
+IGNORED_SHOWN = 5  # ignored files named in the error when a folder holds nothing to ingest
+FILE_KEY = "file"  # the chunk metadata holding the absolute path of the file it came from
+RESUME_ADVICE = "The chunks stored so far are kept; run the same ingestion again to continue"
+
 
 @dataclass
 class IngestReport:
     files_seen: int = 0
     files_ingested: int = 0
     chunks_added: int = 0
-    chunks_present: int = 0  # already in the collection (or repeated within this run)
+    chunks_present: int = 0  # already in the collection (or repeated within its file)
+    chunks_removed: int = 0  # stored for a file earlier, gone from its current version
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file or file:line, reason)
 
     def summary(self) -> str:
         lines = [
             f"{self.files_ingested}/{self.files_seen} files ingested: "
             f"{self.chunks_added} chunks added, {self.chunks_present} already present, "
-            f"{len(self.skipped)} skipped"
+            f"{self.chunks_removed} old chunks removed, {len(self.skipped)} skipped"
         ]
         lines += [f"  skipped {where}: {why}" for where, why in self.skipped]
         return "\n".join(lines)
 
 
 def ingest(
-    paths: Iterable[str | Path],
+    paths: PathArg | Iterable[PathArg],
     collection: "Collection",
     chunk_size: int = 800,
     chunk_overlap: int = 120,
@@ -58,9 +69,10 @@ def ingest(
 ) -> IngestReport:
     """Ingest files and folders (recursively: .txt, .md, .pdf, .jsonl) into `collection`.
 
-    Unusable files and JSON lines are skipped and listed in the report; the rest is ingested.
+    `paths` is one path or several. Unusable files and JSON lines are skipped and listed in the
+    report; the rest is ingested. Folders with no file to ingest raise `RetrievalError`.
     """
-    files = _discover(paths)
+    files = find_files(paths)
     report = IngestReport(files_seen=len(files))
     chunks = _read(files, chunk_size, chunk_overlap, report, progress)
     ids = list(chunks)
@@ -71,6 +83,8 @@ def ingest(
             report.chunks_added += added
             report.chunks_present += len(batch) - added
             bar.update(len(batch))
+    for file, current in _ids_by_file(chunks).items():
+        report.chunks_removed += _remove_stale(collection, file, current)
     return report
 
 
@@ -86,48 +100,78 @@ def _read(
             report.skipped.append((str(path), str(exc)))
             continue
         report.skipped.extend(loaded.skipped)
+        file = str(path.resolve())
         for document in loaded.documents:
             for index, text in enumerate(chunk_text(document.text, chunk_size, chunk_overlap)):
-                key = chunk_id(text)
-                if key in chunks:  # the same text twice in this run: stored once
+                key = chunk_id(file, text)
+                if key in chunks:  # the same text twice in this file: stored once
                     report.chunks_present += 1
                 else:
-                    chunks[key] = (text, _metadata(document, index))
+                    chunks[key] = (text, _metadata(document, index, file))
         report.files_ingested += 1
     return chunks
 
 
-def _metadata(document: SourceDocument, index: int) -> Metadata:
-    """A JSONL record's own fields may replace `source` (e.g. a URL), never `title` or `chunk`."""
-    return {"source": document.source, **document.metadata, "title": document.title, "chunk": index}
+def _metadata(document: SourceDocument, index: int, file: str) -> Metadata:
+    """A JSONL record's own fields may replace `source` (e.g. a URL), never `title`, `chunk` or
+    `file`."""
+    return {"source": document.source, **document.metadata, "title": document.title, "chunk": index,
+            FILE_KEY: file}
 
 
-def _discover(paths: Iterable[str | Path]) -> list[Path]:
+def _ids_by_file(chunks: dict[str, tuple[str, Metadata]]) -> dict[str, set[str]]:
+    by_file: dict[str, set[str]] = {}
+    for key, (_, metadata) in chunks.items():
+        by_file.setdefault(str(metadata[FILE_KEY]), set()).add(key)
+    return by_file
+
+
+def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:
     """Files named directly (any type: unsupported ones get reported), plus the supported files
-    under each folder, recursively, skipping hidden ones; in order, without repeats."""
+    under each folder, recursively, skipping hidden ones; in order, without repeats.
+
+    Raises `RetrievalError` for a missing path, or when only folders are named and none of them
+    holds a supported file (naming the other files found there)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
     found: dict[Path, None] = {}
+    folders: list[Path] = []
+    ignored: list[str] = []
     for raw in paths:
         path = Path(raw).expanduser()
         if not path.exists():
             raise RetrievalError(f"{path} does not exist")
-        if path.is_dir():
-            for file in sorted(path.rglob("*")):
-                relative = file.relative_to(path).parts
-                hidden = any(part.startswith(".") for part in relative)
-                if file.is_file() and not hidden and file.suffix.lower() in SUPPORTED_SUFFIXES:
-                    found.setdefault(file, None)
-        else:
+        if not path.is_dir():
             found.setdefault(path, None)
+            continue
+        folders.append(path)
+        for file in sorted(path.rglob("*")):
+            relative = file.relative_to(path)
+            if not file.is_file() or any(part.startswith(".") for part in relative.parts):
+                continue
+            if file.suffix.lower() in SUPPORTED_SUFFIXES:
+                found.setdefault(file, None)
+            else:
+                ignored.append(str(relative))
+    if not found:
+        raise RetrievalError(_nothing_to_ingest(folders, ignored))
     return list(found)
+
+
+def _nothing_to_ingest(folders: list[Path], ignored: list[str]) -> str:
+    kinds = f"{', '.join(SUPPORTED_SUFFIXES[:-1])} or {SUPPORTED_SUFFIXES[-1]}"
+    message = f"no {kinds} files under {', '.join(map(str, folders))}"
+    if ignored:
+        names = ", ".join(ignored[:IGNORED_SHOWN]) + (", ..." if len(ignored) > IGNORED_SHOWN else "")
+        message += f" ({len(ignored)} other file{'' if len(ignored) == 1 else 's'} ignored: {names})"
+    return message
 
 
 def _store_new(
     collection: "Collection", ids: list[str], chunks: dict[str, tuple[str, Metadata]]
 ) -> int:
     """Add the chunks among `ids` that the collection lacks; return how many were added."""
-    from chromadb.errors import ChromaError
-
-    try:
+    with chroma_errors(f"writing to collection {collection.name!r} failed", RESUME_ADVICE):
         present = set(collection.get(ids=ids, include=[])["ids"])
         new = [i for i in ids if i not in present]
         if new:
@@ -136,9 +180,14 @@ def _store_new(
                 documents=[chunks[i][0] for i in new],
                 metadatas=[chunks[i][1] for i in new],  # type: ignore[misc]
             )
-    except ChromaError as exc:
-        raise RetrievalError(
-            f"writing to collection {collection.name!r} failed: {exc}. The chunks stored so far "
-            "are kept; run the same ingestion again to continue"
-        ) from exc
     return len(new)
+
+
+def _remove_stale(collection: "Collection", file: str, current: set[str]) -> int:
+    """Delete the chunks stored for `file` whose ids are not in `current`; return how many."""
+    failure = f"removing the old chunks of {file} from collection {collection.name!r} failed"
+    with chroma_errors(failure, RESUME_ADVICE):
+        stale = [i for i in collection.get(where={FILE_KEY: file}, include=[])["ids"] if i not in current]
+        if stale:
+            collection.delete(ids=stale)
+    return len(stale)

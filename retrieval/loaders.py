@@ -99,7 +99,8 @@ def _load_jsonl(path: Path) -> Loaded:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            loaded.skipped.append((where, f"not valid JSON: {exc.msg}"))
+            reason = f"not valid JSON ({exc.msg}: line {exc.lineno} column {exc.colno})"
+            loaded.skipped.append((where, reason))
             continue
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             loaded.skipped.append((where, 'not an object with a string "text" field'))
@@ -111,9 +112,17 @@ def _load_jsonl(path: Path) -> Loaded:
         metadata = _scalar_fields(record, exclude=("text", "title"))
         loaded.documents.append(SourceDocument(record["text"], title, str(path), metadata))
     if not loaded.documents:
-        broken = f" ({len(loaded.skipped)} broken)" if loaded.skipped else ""
-        raise SkipFile(f"no usable lines{broken}")
+        raise SkipFile(f"no usable lines{_broken_lines(loaded.skipped)}")
     return loaded
+
+
+def _broken_lines(skipped: list[tuple[str, str]], shown: int = 3) -> str:
+    """The broken lines for a file that has no good one: their count and the first `shown` reasons."""
+    if not skipped:
+        return ""
+    listed = "; ".join(f"line {where.rsplit(':', 1)[1]}: {why}" for where, why in skipped[:shown])
+    more = f"; {len(skipped) - shown} more" if len(skipped) > shown else ""
+    return f" ({len(skipped)} broken: {listed}{more})"
 
 
 def _scalar_fields(record: dict[str, Any], exclude: tuple[str, ...]) -> Metadata:

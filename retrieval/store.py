@@ -6,6 +6,8 @@ Collections use the cosine space, so a passage's score is 1 - cosine distance, c
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,12 +33,34 @@ def make_client(settings: Settings, *, ephemeral: bool = False) -> "ClientAPI":
         try:
             return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port)
         except Exception as exc:  # chromadb raises a bare ValueError, httpx its own errors
-            raise RetrievalError(
-                f"cannot reach Chroma at {settings.chroma_host}:{settings.chroma_port} ({exc}); "
-                f"start it with `chroma run --path {settings.chroma_path} "
-                f"--port {settings.chroma_port}`, or unset ASKBETTER_CHROMA_HOST to use a local folder"
-            ) from exc
+            message = _unreachable(settings.chroma_host, settings.chroma_port, exc, str(settings.chroma_path))
+            raise RetrievalError(message) from exc
     return _persistent_client(Path(settings.chroma_path))
+
+
+def _unreachable(host: str, port: int | None, exc: Exception, path: str = "DIR") -> str:
+    return (
+        f"cannot reach Chroma at {host}:{port} ({exc}); start it with `chroma run --path {path} "
+        f"--port {port}`, or unset ASKBETTER_CHROMA_HOST to use a local folder"
+    )
+
+
+@contextmanager
+def chroma_errors(failure: str, advice: str = "") -> Iterator[None]:
+    """Chroma calls inside raise `RetrievalError`: a server that stopped answering is reported as
+    unreachable (as `make_client` does), any other Chroma error as `failure` and Chroma's reason;
+    `advice`, if any, ends either message."""
+    import httpx
+    from chromadb.errors import ChromaError
+
+    tail = f". {advice}" if advice else ""
+    try:
+        yield
+    except httpx.TransportError as exc:  # connection refused or dropped, timeout
+        url = exc.request.url
+        raise RetrievalError(_unreachable(url.host, url.port, exc) + tail) from exc
+    except ChromaError as exc:
+        raise RetrievalError(f"{failure}: {_explain(exc)}{tail}") from exc
 
 
 def _persistent_client(path: Path) -> "ClientAPI":
@@ -75,32 +99,42 @@ def open_collection(
     *,
     client: "ClientAPI | None" = None,
     embedding_function: "EmbeddingFunction[Any] | None" = None,
+    create: bool = True,
 ) -> "Collection":
-    """The collection `settings.collection` (created, in the cosine space, if missing).
+    """The collection `settings.collection`, created (in the cosine space) if missing, or, when
+    not `create`, a `RetrievalError` naming the collections there instead.
 
     `client` defaults to `make_client(settings)`, `embedding_function` to the model named by
-    `settings.embedding_model` on `settings.device`.
+    `settings.embedding_model` on `settings.device` (loaded once the collection is known to exist).
     """
-    from chromadb.errors import ChromaError
-
     client = client if client is not None else make_client(settings)
-    if embedding_function is None:
-        embedding_function = make_embedding_function(settings.embedding_model, settings.device)
     name = settings.collection
-    try:
-        return client.get_or_create_collection(
-            name,
-            embedding_function=embedding_function,
-            # a fresh dict each time: Chroma writes the embedding function into it
-            configuration={"hnsw": {"space": "cosine"}},
-        )
-    except ValueError as exc:  # the collection was built with another embedding function
+    with chroma_errors(f"cannot open collection {name!r}"):
+        if not create:
+            _require_collection(client, name)
+        if embedding_function is None:
+            embedding_function = make_embedding_function(settings.embedding_model, settings.device)
+        try:
+            return client.get_or_create_collection(
+                name,
+                embedding_function=embedding_function,
+                # a fresh dict each time: Chroma writes the embedding function into it
+                configuration={"hnsw": {"space": "cosine"}},
+            )
+        except ValueError as exc:  # the collection was built with another embedding function
+            raise RetrievalError(
+                f"cannot open collection {name!r}: {exc}. Use the embedding model it was built "
+                "with, or another collection name (ASKBETTER_COLLECTION)"
+            ) from exc
+
+
+def _require_collection(client: "ClientAPI", name: str) -> None:
+    names = sorted(collection.name for collection in client.list_collections())
+    if name not in names:
         raise RetrievalError(
-            f"cannot open collection {name!r}: {exc}. Use the embedding model it was built with, "
-            "or another collection name (ASKBETTER_COLLECTION)"
-        ) from exc
-    except ChromaError as exc:
-        raise RetrievalError(f"cannot open collection {name!r}: {_explain(exc)}") from exc
+            f"collection {name!r} does not exist (collections here: {', '.join(names) or 'none'}); "
+            "run `askbetter ingest PATH` first"
+        )
 
 
 class ChromaRetriever:
@@ -117,25 +151,28 @@ class ChromaRetriever:
         client: "ClientAPI | None" = None,
         embedding_function: "EmbeddingFunction[Any] | None" = None,
     ) -> "ChromaRetriever":
-        return cls(open_collection(settings, client=client, embedding_function=embedding_function))
+        """A retriever over the existing collection `settings.collection` (searching creates none;
+        a missing one raises `RetrievalError`)."""
+        return cls(open_collection(settings, client=client, embedding_function=embedding_function, create=False))
+
+    def require_chunks(self) -> None:
+        """Raise `RetrievalError` when the collection holds nothing to search."""
+        name = self.collection.name
+        with chroma_errors(f"reading collection {name!r} failed"):
+            if self.collection.count() == 0:
+                raise RetrievalError(f"collection {name!r} is empty: run `askbetter ingest PATH` first")
 
     def search(self, query: str, k: int = 4) -> list[Passage]:
         """The `k` passages closest to `query`, best first."""
-        from chromadb.errors import ChromaError
-
         if not query.strip():
             raise ValueError("cannot search for an empty query")
         if k < 1:
             raise ValueError(f"k must be >= 1, not {k}")
-        name = self.collection.name
-        try:
-            if self.collection.count() == 0:
-                raise RetrievalError(f"collection {name!r} is empty: run `askbetter ingest PATH` first")
+        self.require_chunks()
+        with chroma_errors(f"search in collection {self.collection.name!r} failed"):
             result = self.collection.query(
                 query_texts=[query], n_results=k, include=["documents", "metadatas", "distances"]
             )
-        except ChromaError as exc:
-            raise RetrievalError(f"search in collection {name!r} failed: {_explain(exc)}") from exc
         return [
             _passage(chunk_id, text, metadata, distance)
             for chunk_id, text, metadata, distance in zip(

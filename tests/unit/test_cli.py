@@ -14,6 +14,10 @@ from askbetter.clarifier.assets import ModelPackageMissing
 from askbetter.graph.factory import create_clarifying_rag
 from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
 from askbetter.retrieval.errors import RetrievalError
+from askbetter.retrieval.store import make_client, open_collection
+from askbetter.settings import Settings
+from unit.test_retrieval_ingest import HashEmbedding
+from unit.test_retrieval_store import chroma_server, start_chroma_server  # noqa: F401 (a fixture)
 
 PASSAGES = [
     {"id": "c1", "title": "Sync in Nimbus Cloud", "text": "Admins turn on Cloud Sync.", "score": 0.81},
@@ -125,6 +129,7 @@ def test_unreachable_chroma_server_is_a_clear_error(monkeypatch, capsys):
 def test_chroma_path_that_is_a_file_is_a_clear_error(tmp_path, capsys):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
+    (tmp_path / "a.md").write_text("# A\n\nSync is on.")
     assert cli.main(["ingest", str(tmp_path), "--chroma-path", str(blocker)]) == 1
     assert "is a file, not a folder" in capsys.readouterr().err
     assert blocker.read_text() == "x"  # nothing stored is touched
@@ -134,3 +139,98 @@ def test_bad_setting_in_the_environment_is_a_clear_error(monkeypatch, capsys):
     monkeypatch.setenv("ASKBETTER_TOP_K", "many")
     assert cli.main(["ask", "q"]) == 1
     assert "ASKBETTER_TOP_K='many' is not a valid value: expected a whole number" in capsys.readouterr().err
+
+
+def test_ingesting_a_folder_with_nothing_to_ingest_is_an_error_that_writes_nothing(tmp_path, capsys):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.docx").write_bytes(b"PK")
+    store = tmp_path / "chroma"
+    assert cli.main(["ingest", str(folder), "--chroma-path", str(store)]) == 1
+    assert capsys.readouterr().err == (
+        f"askbetter: error: no .txt, .md, .pdf or .jsonl files under {folder} (1 other file ignored: notes.docx)\n"
+    )
+    assert not store.exists()
+
+
+def test_asking_a_missing_or_empty_collection_fails_before_any_model_loads(tmp_path, monkeypatch, capsys):
+    def no_graph(**kwargs):
+        raise AssertionError("the graph was built")
+
+    monkeypatch.setattr("askbetter.graph.factory.create_clarifying_rag", no_graph)
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function", lambda *args: HashEmbedding())
+    store = Settings(chroma_path=tmp_path / "chroma")
+    open_collection(store)  # "askbetter", empty
+    ask = ["ask", "How do I turn on sync?", "--chroma-path", str(store.chroma_path)]
+    assert cli.main([*ask, "--collection", "askbeter"]) == 1
+    assert capsys.readouterr().err == (
+        "askbetter: error: collection 'askbeter' does not exist (collections here: askbetter); "
+        "run `askbetter ingest PATH` first\n"
+    )
+    assert [c.name for c in make_client(store).list_collections()] == ["askbetter"]
+    assert cli.main(ask) == 1
+    assert "error: collection 'askbetter' is empty: run `askbetter ingest PATH` first" in capsys.readouterr().err
+
+
+def test_chat_reports_a_failed_turn_and_goes_on(monkeypatch, capsys):
+    class FlakyRetriever(StaticRetriever):
+        def search(self, query, k=4):
+            if not self.queries:
+                self.queries.append(query)
+                raise RetrievalError("cannot reach Chroma at 127.0.0.1:8000 ([Errno 111] Connection refused)")
+            return super().search(query, k)
+
+    def build_graph(settings):
+        return create_clarifying_rag(
+            clarifier=ScriptedClarifier(pre=[None, None], post=[None]), retriever=FlakyRetriever(PASSAGES),
+            answer_model=GenericFakeChatModel(messages=iter(["Choose Preferences > Sync [2]."])),
+            rewriter=lambda messages: messages[-1].text, settings=settings,
+        ).compile(checkpointer=InMemorySaver())
+
+    monkeypatch.setattr(cli, "build_graph", build_graph)
+    monkeypatch.setattr("sys.stdin", io.StringIO("How do I turn on sync in Desktop?\n" * 2 + "/quit\n"))
+    assert cli.main(["chat"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "askbetter: error: cannot reach Chroma at 127.0.0.1:8000 ([Errno 111] Connection refused)\n"
+    )
+    assert "askbetter: Choose Preferences > Sync [2]." in captured.out
+
+
+def test_ingest_into_a_server_that_stops_mid_run_keeps_what_it_stored(chroma_server, tmp_path, monkeypatch, capsys):
+    settings, server = chroma_server
+
+    class StoppingEmbedding(HashEmbedding):
+        """The server stops while the second batch is embedded."""
+
+        def __call__(self, input):
+            if self.calls == 1:
+                server.kill()
+                server.wait()
+            return super().__call__(input)
+
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function", lambda *args: StoppingEmbedding())
+    environment = {"ASKBETTER_CHROMA_HOST": "127.0.0.1", "ASKBETTER_CHROMA_PORT": str(settings.chroma_port),
+                   "ASKBETTER_CHUNK_SIZE": "40", "ASKBETTER_CHUNK_OVERLAP": "0"}
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "long.txt").write_text(" ".join(f"Sentence {i} of the policy." for i in range(100)))
+    assert cli.main(["ingest", str(tmp_path / "long.txt"), "--collection", settings.collection]) == 1
+    *progress, error = capsys.readouterr().err.splitlines()
+    assert error.startswith(f"askbetter: error: cannot reach Chroma at 127.0.0.1:{settings.chroma_port} (")
+    assert error.endswith("The chunks stored so far are kept; run the same ingestion again to continue")
+    assert "Traceback" not in "".join(progress)
+    restarted = start_chroma_server(settings)
+    try:
+        assert open_collection(settings, embedding_function=HashEmbedding()).count() == 64  # the first batch
+    finally:
+        restarted.kill()
+        restarted.wait()
+
+
+@pytest.mark.parametrize("top_k", ["21", "100000"])
+def test_top_k_out_of_range_is_a_clear_error(capsys, top_k):
+    assert cli.main(["ask", "q", "--top-k", top_k]) == 1
+    assert capsys.readouterr().err == (
+        f"askbetter: error: top_k (ASKBETTER_TOP_K) must be between 1 and 20, not {top_k}\n"
+    )

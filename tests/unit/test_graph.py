@@ -218,6 +218,33 @@ def test_unknown_context_key_is_a_clear_error():
         graph.invoke(user("q"), config, context={"ask-mode": "message"})
 
 
+@pytest.mark.parametrize(
+    ("context", "error", "message"),
+    [
+        ({"top_k": "3"}, TypeError, "context key 'top_k' must be int, not str '3'"),
+        ({"threshold": "0.5"}, TypeError, "context key 'threshold' must be float or int, not str '0.5'"),
+        ({"max_rounds": True}, TypeError, "context key 'max_rounds' must be int, not bool True"),
+        ({"pre_check": 1}, TypeError, "context key 'pre_check' must be bool, not int 1"),
+        ({"top_k": 21}, ValueError, "top_k must lie in [1, 20], not 21"),
+    ],
+)
+def test_context_values_of_the_wrong_type_or_range_are_clear_errors(context, error, message):
+    graph, retriever, config = build(ScriptedClarifier(pre=[None], post=[None]))
+    with pytest.raises(error) as caught:
+        graph.invoke(user("q"), config, context=context)
+    assert str(caught.value) == message and retriever.queries == []
+
+
+def test_resuming_a_thread_with_no_question_pending_is_a_clear_error():
+    graph, _, config = build(ScriptedClarifier())
+    thread = config["configurable"]["thread_id"]
+    with pytest.raises(ValueError) as caught:
+        graph.invoke(Command(resume="Nimbus Desktop"), config)
+    assert str(caught.value) == (
+        f"nothing to resume on thread '{thread}': no question is waiting for a reply; send a user message instead"
+    )
+
+
 # ---------------------------------------------------------------- state, bad input, streaming
 
 

@@ -71,8 +71,9 @@ def test_bad_sizes_are_rejected(size, overlap):
         chunk_text("text", size, overlap)
 
 
-def test_chunk_ids_depend_on_content_only():
-    assert chunk_id("Sync is on.\n\nReally.") == chunk_id("Sync  is on. Really.")
-    assert chunk_id("Sync is on.") != chunk_id("Sync is off.")
-    assert re.fullmatch(r"[0-9a-f]{32}", chunk_id("x"))
+def test_chunk_ids_depend_on_the_file_and_the_content():
+    assert chunk_id("/d/a.md", "Sync is on.\n\nReally.") == chunk_id("/d/a.md", "Sync  is on. Really.")
+    assert chunk_id("/d/a.md", "Sync is on.") != chunk_id("/d/a.md", "Sync is off.")
+    assert chunk_id("/d/a.md", "Sync is on.") != chunk_id("/d/b.md", "Sync is on.")
+    assert re.fullmatch(r"[0-9a-f]{32}", chunk_id("/d/a.md", "x"))
     assert chunk_text(SENTENCES, 300, 100) == chunk_text(SENTENCES, 300, 100)

@@ -155,11 +155,11 @@ def test_missing_path_is_a_clear_error(settings, client, tmp_path):
 
 
 def test_search_returns_ranked_passages_with_metadata(settings, client, corpus):
+    ingest([corpus], open_collection(settings, client=client, embedding_function=HashEmbedding()), progress=False)
     retriever = ChromaRetriever.from_settings(
         settings, client=client, embedding_function=HashEmbedding()
     )
     assert isinstance(retriever, Retriever)
-    ingest([corpus], retriever.collection, progress=False)
     passages = retriever.search("Nimbus Desktop Enable Sync computer", k=3)
     assert len(passages) == 3
     best = passages[0]
@@ -173,20 +173,33 @@ def test_search_returns_ranked_passages_with_metadata(settings, client, corpus):
 
 
 def test_search_rejects_empty_queries(settings, client):
-    retriever = ChromaRetriever.from_settings(
-        settings, client=client, embedding_function=HashEmbedding()
-    )
+    retriever = ChromaRetriever(open_collection(settings, client=client, embedding_function=HashEmbedding()))
     with pytest.raises(ValueError, match="empty query"):
         retriever.search("   ")
 
 
 def test_searching_an_empty_collection_says_how_to_fill_it(settings, client):
-    retriever = ChromaRetriever.from_settings(
-        settings, client=client, embedding_function=HashEmbedding()
-    )
+    retriever = ChromaRetriever(open_collection(settings, client=client, embedding_function=HashEmbedding()))
     expected = rf"collection '{settings.collection}' is empty: run `askbetter ingest"
     with pytest.raises(RetrievalError, match=expected):
         retriever.search("how do I turn on sync?")
+
+
+def test_a_retriever_never_creates_its_collection(tmp_path, monkeypatch):
+    settings = Settings(chroma_path=tmp_path / "chroma", collection="askbeter")
+    open_collection(Settings(chroma_path=settings.chroma_path), embedding_function=HashEmbedding())
+
+    def no_model(*args):
+        raise AssertionError("the embedding model was loaded")
+
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function", no_model)
+    with pytest.raises(RetrievalError) as caught:
+        ChromaRetriever.from_settings(settings)
+    assert str(caught.value) == (
+        "collection 'askbeter' does not exist (collections here: askbetter); "
+        "run `askbetter ingest PATH` first"
+    )
+    assert [c.name for c in make_client(settings).list_collections()] == ["askbetter"]
 
 
 def test_a_collection_keeps_its_embedding_function_and_its_data(tmp_path, corpus):
@@ -208,3 +221,63 @@ def test_collection_uses_cosine_space(settings, client):
     collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
     assert collection.configuration["hnsw"]["space"] == "cosine"
     assert isinstance(client, chromadb.api.ClientAPI)
+
+
+def test_a_single_path_is_taken_whole(settings, client, corpus):
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    for path in (str(corpus), corpus / "expenses.txt"):
+        report = ingest(path, collection, progress=False)
+        assert report.files_ingested == (4 if path == str(corpus) else 1)
+    assert all(str(corpus) in source for source in {m["source"] for m in collection.get()["metadatas"]})
+
+
+def test_folders_with_nothing_to_ingest_are_an_error_naming_what_they_hold(settings, client, tmp_path):
+    (tmp_path / "empty").mkdir()
+    other = tmp_path / "other"
+    (other / "sub").mkdir(parents=True)
+    (other / "a.docx").write_bytes(b"PK")
+    (other / "sub" / "b.csv").write_text("x,y\n")
+    (other / ".hidden.md").write_text("# not counted")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    with pytest.raises(RetrievalError) as caught:
+        ingest([tmp_path / "empty", other], collection, progress=False)
+    assert str(caught.value) == (
+        f"no .txt, .md, .pdf or .jsonl files under {tmp_path / 'empty'}, {other} "
+        "(2 other files ignored: a.docx, sub/b.csv)"
+    )
+    assert collection.count() == 0
+
+
+def test_reingesting_an_edited_file_removes_its_old_chunks_only(settings, client, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "p.txt").write_text("Parking costs 5 euros.")
+    (folder / "copy.txt").write_text("Parking costs 5 euros.")  # the same text in another file
+    (folder / "hours.txt").write_text("The office opens at 9.")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    assert ingest(folder, collection, progress=False).chunks_added == 3
+
+    (folder / "p.txt").write_text("Parking costs 9 euros.")
+    report = ingest(folder / "p.txt", collection, progress=False)
+    assert (report.chunks_added, report.chunks_present, report.chunks_removed) == (1, 0, 1)
+    assert "1 chunks added, 0 already present, 1 old chunks removed" in report.summary()
+    stored = collection.get()
+    assert sorted(stored["documents"]) == [
+        "Parking costs 5 euros.", "Parking costs 9 euros.", "The office opens at 9."
+    ]
+    by_text = dict(zip(stored["documents"], stored["metadatas"]))
+    assert by_text["Parking costs 5 euros."]["source"] == str(folder / "copy.txt")
+
+    again = ingest(folder, collection, progress=False)  # nothing changed since
+    assert (again.chunks_added, again.chunks_present, again.chunks_removed) == (0, 3, 0)
+
+
+def test_a_file_that_no_longer_loads_keeps_its_chunks(settings, client, tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_text("Parking costs 5 euros.")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    ingest(path, collection, progress=False)
+    path.write_bytes("Parking co\xfbts 9 euros.".encode("latin-1"))
+    report = ingest(path, collection, progress=False)
+    assert (report.files_ingested, report.chunks_removed) == (0, 0)
+    assert collection.get()["documents"] == ["Parking costs 5 euros."]

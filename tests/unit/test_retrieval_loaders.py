@@ -70,7 +70,12 @@ def test_pdf_text_and_title(tmp_path):
         ("blank.txt", " \n\t\n", "empty file"),
         ("broken.pdf", b"%PDF-1.4\nthis is not really a pdf", "unreadable PDF"),
         ("image.png", b"\x89PNG", "unsupported file type .png"),
-        ("all-broken.jsonl", "{oops\n[1, 2]\n", "no usable lines (2 broken)"),
+        (
+            "all-broken.jsonl",
+            "{oops\n[1, 2]\n",
+            'no usable lines (2 broken: line 1: not valid JSON (Expecting property name enclosed in '
+            'double quotes: line 1 column 2); line 2: not an object with a string "text" field)',
+        ),
     ],
 )
 def test_unusable_files_raise_skip_with_the_reason(tmp_path, name, content, reason):
@@ -81,7 +86,7 @@ def test_unusable_files_raise_skip_with_the_reason(tmp_path, name, content, reas
 def test_jsonl_keeps_good_lines_and_reports_broken_ones(tmp_path):
     lines = [
         json.dumps({"text": "Berlin parking is 6 euros.", "title": "Parking", "id": "p1", "year": 5}),
-        "{not json",
+        '{"text": "unterminated',
         json.dumps({"title": "no text field"}),
         "",
         json.dumps({"text": "   "}),
@@ -96,6 +101,16 @@ def test_jsonl_keeps_good_lines_and_reports_broken_ones(tmp_path):
     assert second.title == "records line 6"
     assert second.metadata == {"source": "https://x.example/b"}  # the list is not storable: dropped
     assert [where for where, _ in loaded.skipped] == [f"{path}:2", f"{path}:3", f"{path}:5"]
-    assert "not valid JSON" in loaded.skipped[0][1]
+    assert loaded.skipped[0][1] == "not valid JSON (Unterminated string starting at: line 1 column 10)"
     assert '"text" field' in loaded.skipped[1][1]
     assert loaded.skipped[2][1] == "empty text"
+
+
+def test_jsonl_with_only_broken_lines_names_the_first_three(tmp_path):
+    path = write(tmp_path / "broken.jsonl", "{\n" * 5)
+    with pytest.raises(SkipFile) as caught:
+        load_file(path)
+    reason = "not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2)"
+    assert str(caught.value) == (
+        f"no usable lines (5 broken: line 1: {reason}; line 2: {reason}; line 3: {reason}; 2 more)"
+    )

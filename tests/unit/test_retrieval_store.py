@@ -1,11 +1,49 @@
 """Chroma clients: which one the settings pick, and clear errors when the store is unusable."""
 
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import chromadb
 import pytest
 from chromadb.errors import InternalError
+from unit.test_retrieval_ingest import HashEmbedding
 
-from askbetter.retrieval import RetrievalError, make_client
+from askbetter.retrieval import ChromaRetriever, RetrievalError, ingest, make_client, open_collection
 from askbetter.settings import Settings
+
+
+def start_chroma_server(settings: Settings) -> subprocess.Popen:
+    """`chroma run` on `settings.chroma_path` and `settings.chroma_port`, once it answers."""
+    command = [str(Path(sys.executable).parent / "chroma"), "run", "--path", str(settings.chroma_path),
+               "--port", str(settings.chroma_port)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            make_client(settings)
+            return server
+        except RetrievalError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def chroma_server(tmp_path):
+    """(settings reaching a fresh `chroma run` server on a free port, the server's process)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = Settings(chroma_host="127.0.0.1", chroma_port=port, chroma_path=tmp_path / "served",
+                        collection="served")
+    server = start_chroma_server(settings)
+    yield settings, server
+    server.kill()
+    server.wait()
 
 
 def test_persistent_client_creates_a_missing_folder(tmp_path):
@@ -54,3 +92,27 @@ def test_locked_chroma_folder_names_the_likely_cause(tmp_path, monkeypatch):
     message = str(caught.value)
     assert f"cannot open the Chroma folder {tmp_path}: database is locked" in message
     assert "another process holds the folder" in message
+
+
+def test_a_server_that_stops_answering_mid_run_is_reported_as_unreachable(chroma_server, tmp_path):
+    settings, server = chroma_server
+    path = tmp_path / "p.txt"
+    path.write_text("Parking costs 5 euros.")
+    collection = open_collection(settings, embedding_function=HashEmbedding())
+    ingest(path, collection, progress=False)
+    retriever = ChromaRetriever(collection)
+    server.kill()
+    server.wait()
+    unreachable = (
+        f"cannot reach Chroma at 127.0.0.1:{settings.chroma_port} ([Errno 111] Connection refused); "
+        f"start it with `chroma run --path DIR --port {settings.chroma_port}`, or unset "
+        "ASKBETTER_CHROMA_HOST to use a local folder"
+    )
+    with pytest.raises(RetrievalError) as caught:
+        ingest(path, collection, progress=False)
+    assert str(caught.value) == (
+        f"{unreachable}. The chunks stored so far are kept; run the same ingestion again to continue"
+    )
+    with pytest.raises(RetrievalError) as caught:
+        retriever.search("parking")
+    assert str(caught.value) == unreachable

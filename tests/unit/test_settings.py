@@ -20,6 +20,8 @@ def test_defaults_and_overrides_from_the_environment() -> None:
     ("ASKBETTER_DTYPE", "int8", "dtype (ASKBETTER_DTYPE) must be one of auto, float32"),
     ("ASKBETTER_DEVICE", "gpu", "device (ASKBETTER_DEVICE) must be cpu, cuda, cuda:N or mps, not 'gpu'"),
     ("ASKBETTER_THRESHOLD", "abc", "ASKBETTER_THRESHOLD='abc' is not a valid value: expected a number"),
+    ("ASKBETTER_ANSWER_MODEL", "/nonexistent", "answer_model (ASKBETTER_ANSWER_MODEL) names the folder /nonexistent"),
+    ("ASKBETTER_BASE_MODEL", "./no-such-model", "base_model (ASKBETTER_BASE_MODEL) names the folder ./no-such-model"),
 ])
 def test_out_of_range_values_name_the_setting_and_its_variable(variable: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -30,3 +32,8 @@ def test_a_device_torch_does_not_have_is_refused_before_any_model_loads(monkeypa
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match="'cuda:1', but this torch has no such device"):
         Settings.from_env({"ASKBETTER_DEVICE": "cuda:1"})
+
+
+def test_a_model_folder_that_exists_or_a_hub_id_is_accepted(tmp_path) -> None:
+    s = Settings.from_env({"ASKBETTER_ANSWER_MODEL": str(tmp_path), "ASKBETTER_BASE_MODEL": "org/model"})
+    assert (s.answer_model, s.base_model) == (str(tmp_path), "org/model")

@@ -51,9 +51,11 @@ def validate_example(obj: Any) -> Example:
     """Check one parsed JSON value against the schema and return it; raise ValueError if not."""
     if not isinstance(obj, dict):
         raise ValueError("an example must be a JSON object")
-    for key in ("id", "setting", "messages", "clarification"):
+    for key in ("id", "messages", "clarification"):
         if key not in obj:
             raise ValueError(f"missing key {key!r}")
+    if obj.get("setting") is None:  # left out: `post` when there are passages, as the design defines
+        obj["setting"] = "post" if obj.get("documents") else "pre"
     for key in ("source", "kind"):
         if not isinstance(obj.setdefault(key, UNKNOWN), str):
             raise ValueError(f"{key} must be a string")
@@ -74,7 +76,9 @@ def validate_example(obj: Any) -> Example:
     documents = obj["documents"]
     if not isinstance(documents, list):
         raise ValueError("documents must be a list")
-    for d in documents:
+    for index, d in enumerate(documents):
+        if isinstance(d, str):  # a bare passage text
+            d = documents[index] = {"text": d}
         if not isinstance(d, dict) or not isinstance(d.get("text"), str):
             raise ValueError(f"bad document {str(d)[:80]!r}: needs a text string")
         # other writers may give numbers: read as text (id 0 stays "0"); no id reads as ""
@@ -84,6 +88,8 @@ def validate_example(obj: Any) -> Example:
     clar = obj["clarification"]
     if clar is not None and not isinstance(clar, str):
         raise ValueError("clarification must be a string or null")
+    if clar is not None and not clar.strip():  # a blank reference question: the query is clear
+        obj["clarification"] = None
     return obj  # type: ignore[return-value]
 
 

@@ -215,6 +215,17 @@ def test_load_examples_from_elsewhere_with_null_documents_and_loose_document_fie
                                       {"id": "", "title": "1984", "text": "b"}]
 
 
+def test_load_examples_from_elsewhere_with_bare_passages_a_blank_reference_or_no_setting(tmp_path):
+    # passages as plain strings; "" for "no clarification"; no `setting`: documents decide it
+    bare_passages = {**EXAMPLES[1], "setting": "post", "documents": ["first passage", "second"]}
+    blank = {**EXAMPLES[0], "clarification": " "}
+    unset = [{k: v for k, v in ex.items() if k != "setting"} for ex in (EXAMPLES[0], bare_passages)]
+    loaded = ev.load_examples(write_jsonl(tmp_path / "loose.jsonl", [bare_passages, blank, *unset]))
+    assert loaded[0]["documents"] == [{"id": "", "text": "first passage"}, {"id": "", "text": "second"}]
+    assert loaded[1]["clarification"] is None
+    assert [ex["setting"] for ex in loaded[2:]] == ["pre", "post"]
+
+
 def test_load_examples_rejects_an_empty_judged_turn(tmp_path):
     # caught when the file is read, not an hour into scoring it
     empty_turn = {**EXAMPLES[1], "messages": [{"role": "user", "content": "  "}]}

@@ -133,12 +133,18 @@ class Settings:
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype ({ENV_VARS['dtype']}) must be one of {', '.join(DTYPES)}, "
                              f"not {self.dtype!r}")
-        if not DEVICE_PATTERN.fullmatch(self.device):
-            raise ValueError(f"device ({ENV_VARS['device']}) must be cpu, cuda, cuda:N or mps, "
-                             f"not {self.device!r}")
-        if self.device != "cpu" and not _device_available(self.device):
-            raise ValueError(f"device ({ENV_VARS['device']}) is {self.device!r}, but this torch "
-                             "has no such device: use cpu")
+        problem = device_problem(self.device)
+        if problem:
+            raise ValueError(f"device ({ENV_VARS['device']}) {problem}")
+
+
+def device_problem(device: str) -> str | None:
+    """Why torch cannot run on `device` ("must be ..." or "is ..."), or None when it can."""
+    if not DEVICE_PATTERN.fullmatch(device):
+        return f"must be cpu, cuda, cuda:N or mps, not {device!r}"
+    if device != "cpu" and not _device_available(device):
+        return f"is {device!r}, but this torch has no such device: use cpu"
+    return None
 
 
 def _check_range(name: str, value: int, low: int, high: int | None) -> None:

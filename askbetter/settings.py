@@ -118,16 +118,19 @@ class Settings:
     def validate(self) -> None:
         """Raise ValueError naming the setting (and its variable) when a value is out of range."""
         if self.ask_mode not in ("interrupt", "message"):
-            raise ValueError(f"ask_mode must be 'interrupt' or 'message', not {self.ask_mode!r}")
+            raise ValueError(f"ask_mode ({ENV_VARS['ask_mode']}) must be 'interrupt' or 'message', "
+                             f"not {self.ask_mode!r}")
         if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold must lie in [0, 1], not {self.threshold}")
+            raise ValueError(f"threshold ({ENV_VARS['threshold']}) must lie in [0, 1], not {self.threshold}")
         for name, low, high in (("max_rounds", 0, None), ("top_k", 1, MAX_TOP_K),
                                 ("max_input_tokens", MIN_INPUT_TOKENS, None),
                                 ("max_question_tokens", 1, None), ("max_answer_tokens", 1, None),
                                 ("chroma_port", 1, 65535)):
             _check_range(name, getattr(self, name), low, high)
         if not 0 <= self.chunk_overlap < self.chunk_size:
-            raise ValueError("chunk_overlap must be >= 0 and smaller than chunk_size")
+            raise ValueError(f"chunk_overlap ({ENV_VARS['chunk_overlap']}) must be 0 or more and smaller "
+                             f"than chunk_size ({ENV_VARS['chunk_size']}), not {self.chunk_overlap} "
+                             f"with chunk_size {self.chunk_size}")
         for name in ("base_model", "answer_model"):
             _check_model_folder(name, getattr(self, name))
         if self.dtype not in DTYPES:

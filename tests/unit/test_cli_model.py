@@ -95,6 +95,7 @@ def test_eval_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[st
     (["--json", "{tmp}"], "--json {tmp} is a folder: name a file"),
     (["--predictions", "{tmp}/x.jsonl/p.jsonl"], "{tmp}/x.jsonl is a file, not a folder"),
     (["--markdown", "{tmp}/t.md"], "--markdown writes the --baselines table: add --baselines"),
+    (["--baselines", "--predictions", "{tmp}/p.jsonl"], "--predictions is not written with --baselines"),
 ])
 def test_eval_refuses_an_output_it_could_not_write_before_any_model_loads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, options: list[str], message: str

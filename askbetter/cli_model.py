@@ -141,6 +141,8 @@ def add_eval(subparsers: Any) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.markdown is not None and not args.baselines:
         raise UsageError("--markdown writes the --baselines table: add --baselines")
+    if args.predictions is not None and args.baselines:
+        raise UsageError("--predictions is not written with --baselines: run eval without --baselines for them")
     check_output_files(json=args.json_out, predictions=args.predictions, markdown=args.markdown)
     settings = settings_from(args)
     try:

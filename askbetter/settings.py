@@ -118,27 +118,36 @@ class Settings:
     def validate(self) -> None:
         """Raise ValueError naming the setting (and its variable) when a value is out of range."""
         if self.ask_mode not in ("interrupt", "message"):
-            raise ValueError(f"ask_mode must be 'interrupt' or 'message', not {self.ask_mode!r}")
+            raise ValueError(f"ask_mode ({ENV_VARS['ask_mode']}) must be 'interrupt' or 'message', "
+                             f"not {self.ask_mode!r}")
         if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold must lie in [0, 1], not {self.threshold}")
+            raise ValueError(f"threshold ({ENV_VARS['threshold']}) must lie in [0, 1], not {self.threshold}")
         for name, low, high in (("max_rounds", 0, None), ("top_k", 1, MAX_TOP_K),
                                 ("max_input_tokens", MIN_INPUT_TOKENS, None),
                                 ("max_question_tokens", 1, None), ("max_answer_tokens", 1, None),
                                 ("chroma_port", 1, 65535)):
             _check_range(name, getattr(self, name), low, high)
         if not 0 <= self.chunk_overlap < self.chunk_size:
-            raise ValueError("chunk_overlap must be >= 0 and smaller than chunk_size")
+            raise ValueError(f"chunk_overlap ({ENV_VARS['chunk_overlap']}) must be 0 or more and smaller "
+                             f"than chunk_size ({ENV_VARS['chunk_size']}), not {self.chunk_overlap} "
+                             f"with chunk_size {self.chunk_size}")
         for name in ("base_model", "answer_model"):
             _check_model_folder(name, getattr(self, name))
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype ({ENV_VARS['dtype']}) must be one of {', '.join(DTYPES)}, "
                              f"not {self.dtype!r}")
-        if not DEVICE_PATTERN.fullmatch(self.device):
-            raise ValueError(f"device ({ENV_VARS['device']}) must be cpu, cuda, cuda:N or mps, "
-                             f"not {self.device!r}")
-        if self.device != "cpu" and not _device_available(self.device):
-            raise ValueError(f"device ({ENV_VARS['device']}) is {self.device!r}, but this torch "
-                             "has no such device: use cpu")
+        problem = device_problem(self.device)
+        if problem:
+            raise ValueError(f"device ({ENV_VARS['device']}) {problem}")
+
+
+def device_problem(device: str) -> str | None:
+    """Why torch cannot run on `device` ("must be ..." or "is ..."), or None when it can."""
+    if not DEVICE_PATTERN.fullmatch(device):
+        return f"must be cpu, cuda, cuda:N or mps, not {device!r}"
+    if device != "cpu" and not _device_available(device):
+        return f"is {device!r}, but this torch has no such device: use cpu"
+    return None
 
 
 def _check_range(name: str, value: int, low: int, high: int | None) -> None:

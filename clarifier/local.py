@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from askbetter.clarifier.assets import LoadedModel, load_model, pad_token_id, read_json
+from askbetter.clarifier.assets import CLARIFIER_CONFIG, LoadedModel, load_model, pad_token_id, read_json
 from askbetter.clarifier.prompt import (
     PROMPT_STYLES,
     PromptStyle,
@@ -22,8 +22,6 @@ from askbetter.clarifier.prompt import (
 from askbetter.clarifier.types import Decision, Document, Message, stage_of
 from askbetter.settings import Settings
 
-#: Written beside an adapter by training: the threshold picked on dev and the prompt budget.
-CLARIFIER_CONFIG = "askbetter_clarifier.json"
 DEFAULT_THRESHOLD = 0.5
 FALLBACK_QUESTION = "Could you say a little more about what you mean?"
 

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from askbetter.clarifier.contrast import with_contrasts
 from askbetter.clarifier.examples import Example, check_documents, read_examples
 from askbetter.clarifier.prompt import CLEAR, TUNED_STYLES, clear_token_id, prompt_ids
-from askbetter.settings import MIN_INPUT_TOKENS, Settings
+from askbetter.settings import MIN_INPUT_TOKENS, Settings, device_problem
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,9 @@ class TrainConfig:
         for name in ("warmup_share", "lora_dropout"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must lie in [0, 1), not {getattr(self, name)}")
+        problem = device_problem(self.device)
+        if problem:
+            raise ValueError(f"device {problem}")
         if self.pair_margin_weight and not self.contrast_pairs:
             raise ValueError("pair_margin_weight needs contrast_pairs (the units it compares)")
         for group in self.exclude:

@@ -159,6 +159,8 @@ def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:
 
 
 def _nothing_to_ingest(folders: list[Path], ignored: list[str]) -> str:
+    if not folders:
+        return "no paths to ingest: name files or folders"
     kinds = f"{', '.join(SUPPORTED_SUFFIXES[:-1])} or {SUPPORTED_SUFFIXES[-1]}"
     message = f"no {kinds} files under {', '.join(map(str, folders))}"
     if ignored:

@@ -99,7 +99,7 @@ def _load_jsonl(path: Path) -> Loaded:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            reason = f"not valid JSON ({exc.msg}: line {exc.lineno} column {exc.colno})"
+            reason = f"not valid JSON ({exc.msg}: column {exc.colno})"  # the line is `where`'s
             loaded.skipped.append((where, reason))
             continue
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):

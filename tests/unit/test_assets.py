@@ -76,8 +76,10 @@ def test_a_damaged_adapter_file_is_named_before_any_model_loads(tmp_path: Path, 
     save_file({"w": torch.zeros(2, 2)}, tmp_path / "adapter_model.safetensors")
     (tmp_path / name).write_bytes(damage((tmp_path / name).read_bytes()))
     with pytest.raises(ModelNotFound, match=message):
-        resolve_adapter(str(tmp_path))
-        adapter_config(tmp_path)
+        resolve_adapter(str(tmp_path))  # what `load_model` calls before the base model loads
+    if name == "askbetter_clarifier.json":
+        with pytest.raises(ModelNotFound, match=message):
+            adapter_config(tmp_path)
 
 
 def test_dtype_names() -> None:

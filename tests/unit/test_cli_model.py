@@ -49,6 +49,8 @@ def test_train_without_data_says_how_to_build_it(tmp_path: Path, capsys: pytest.
     ("--lora-r", "0", "lora_r must be 1 or more, not 0"),
     ("--lr", "-1", "lr must be above 0, not -1.0"),
     ("--warmup-share", "1", "warmup_share must lie in [0, 1), not 1.0"),
+    ("--device", "gpu", "device must be cpu, cuda, cuda:N or mps, not 'gpu'"),
+    ("--device", "cuda:99", "device is 'cuda:99', but this torch has no such device: use cpu"),
 ])
 def test_an_option_out_of_range_is_a_clear_error_before_anything_is_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
@@ -93,6 +95,7 @@ def test_eval_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[st
     (["--json", "{tmp}"], "--json {tmp} is a folder: name a file"),
     (["--predictions", "{tmp}/x.jsonl/p.jsonl"], "{tmp}/x.jsonl is a file, not a folder"),
     (["--markdown", "{tmp}/t.md"], "--markdown writes the --baselines table: add --baselines"),
+    (["--baselines", "--predictions", "{tmp}/p.jsonl"], "--predictions is not written with --baselines"),
 ])
 def test_eval_refuses_an_output_it_could_not_write_before_any_model_loads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, options: list[str], message: str

@@ -246,6 +246,8 @@ def test_folders_with_nothing_to_ingest_are_an_error_naming_what_they_hold(setti
         "(2 other files ignored: a.docx, sub/b.csv)"
     )
     assert collection.count() == 0
+    with pytest.raises(RetrievalError, match="^no paths to ingest: name files or folders$"):
+        ingest([], collection, progress=False)
 
 
 def test_reingesting_an_edited_file_removes_its_old_chunks_only(settings, client, tmp_path):

@@ -74,7 +74,7 @@ def test_pdf_text_and_title(tmp_path):
             "all-broken.jsonl",
             "{oops\n[1, 2]\n",
             'no usable lines (2 broken: line 1: not valid JSON (Expecting property name enclosed in '
-            'double quotes: line 1 column 2); line 2: not an object with a string "text" field)',
+            'double quotes: column 2); line 2: not an object with a string "text" field)',
         ),
     ],
 )
@@ -101,7 +101,7 @@ def test_jsonl_keeps_good_lines_and_reports_broken_ones(tmp_path):
     assert second.title == "records line 6"
     assert second.metadata == {"source": "https://x.example/b"}  # the list is not storable: dropped
     assert [where for where, _ in loaded.skipped] == [f"{path}:2", f"{path}:3", f"{path}:5"]
-    assert loaded.skipped[0][1] == "not valid JSON (Unterminated string starting at: line 1 column 10)"
+    assert loaded.skipped[0][1] == "not valid JSON (Unterminated string starting at: column 10)"
     assert '"text" field' in loaded.skipped[1][1]
     assert loaded.skipped[2][1] == "empty text"
 
@@ -110,7 +110,7 @@ def test_jsonl_with_only_broken_lines_names_the_first_three(tmp_path):
     path = write(tmp_path / "broken.jsonl", "{\n" * 5)
     with pytest.raises(SkipFile) as caught:
         load_file(path)
-    reason = "not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2)"
+    reason = "not valid JSON (Expecting property name enclosed in double quotes: column 2)"
     assert str(caught.value) == (
         f"no usable lines (5 broken: line 1: {reason}; line 2: {reason}; line 3: {reason}; 2 more)"
     )

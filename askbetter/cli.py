@@ -54,10 +54,9 @@ def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
              "post_check", "ask_mode")
     given = {name: getattr(args, name, None) for name in names}
     try:
-        settings = Settings.from_env(**{**given, **overrides})
+        return Settings.from_env(**{**given, **overrides})
     except ValueError as exc:  # a bad environment variable or option value
         raise UsageError(str(exc)) from exc
-    return settings
 
 
 def require_text(text: str, what: str = "question") -> str:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from platformdirs import user_cache_dir, user_data_dir
 
@@ -25,8 +26,10 @@ BUNDLED_EMBEDDING_MODEL = "bundled:all-minilm-l6-v2"
 #: The default adapter: the LoRA adapter shipped inside `askbetter.clarifier`.
 BUNDLED_ADAPTER = "bundled"
 
-#: The `dtype` names `askbetter.clarifier.assets.resolve_dtype` knows.
-DTYPES = ("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
+#: The `dtype` names a setting may give, each with the torch dtype it means ("auto": chosen by
+#: `askbetter.clarifier.assets.resolve_dtype` for the hardware).
+DTYPES = {"auto": "auto", "float32": "float32", "fp32": "float32", "bfloat16": "bfloat16",
+          "bf16": "bfloat16", "float16": "float16", "fp16": "float16"}
 #: torch devices a setting may name.
 DEVICE_PATTERN = re.compile(r"(cpu|mps|cuda(:\d+)?)")
 #: The smallest prompt budget: a short question and the chat template's own tokens.
@@ -117,28 +120,29 @@ class Settings:
 
     def validate(self) -> None:
         """Raise ValueError naming the setting (and its variable) when a value is out of range."""
-        if self.ask_mode not in ("interrupt", "message"):
-            raise ValueError(f"ask_mode ({ENV_VARS['ask_mode']}) must be 'interrupt' or 'message', "
-                             f"not {self.ask_mode!r}")
-        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold ({ENV_VARS['threshold']}) must lie in [0, 1], not {self.threshold}")
-        for name, low, high in (("max_rounds", 0, None), ("top_k", 1, MAX_TOP_K),
-                                ("max_input_tokens", MIN_INPUT_TOKENS, None),
+        check_run_settings(
+            {name: getattr(self, name) for name in RUN_SETTINGS}, lambda name: f"{name} ({ENV_VARS[name]})"
+        )
+        for name, low, high in (("max_input_tokens", MIN_INPUT_TOKENS, None),
                                 ("max_question_tokens", 1, None), ("max_answer_tokens", 1, None),
                                 ("chroma_port", 1, 65535)):
-            _check_range(name, getattr(self, name), low, high)
+            _check_range(f"{name} ({ENV_VARS[name]})", getattr(self, name), low, high)
         if not 0 <= self.chunk_overlap < self.chunk_size:
             raise ValueError(f"chunk_overlap ({ENV_VARS['chunk_overlap']}) must be 0 or more and smaller "
                              f"than chunk_size ({ENV_VARS['chunk_size']}), not {self.chunk_overlap} "
                              f"with chunk_size {self.chunk_size}")
         for name in ("base_model", "answer_model"):
             _check_model_folder(name, getattr(self, name))
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype ({ENV_VARS['dtype']}) must be one of {', '.join(DTYPES)}, "
-                             f"not {self.dtype!r}")
+        check_dtype(self.dtype)
         problem = device_problem(self.device)
         if problem:
             raise ValueError(f"device ({ENV_VARS['device']}) {problem}")
+
+
+def check_dtype(name: str) -> None:
+    """Raise ValueError naming the setting when `name` is not one of `DTYPES`."""
+    if name not in DTYPES:
+        raise ValueError(f"dtype ({ENV_VARS['dtype']}) must be one of {', '.join(DTYPES)}, not {name!r}")
 
 
 def device_problem(device: str) -> str | None:
@@ -150,16 +154,38 @@ def device_problem(device: str) -> str | None:
     return None
 
 
-def _check_range(name: str, value: int, low: int, high: int | None) -> None:
+#: The settings a run may override through LangGraph's context (`askbetter.graph.context`).
+RUN_SETTINGS = ("pre_check", "post_check", "threshold", "top_k", "ask_mode", "max_rounds")
+
+
+def check_run_settings(values: Mapping[str, Any], label: Callable[[str], str]) -> None:
+    """Raise ValueError when a run setting in `values` is out of range; `label(name)` names it in
+    the message (the setting and its variable, or the context key)."""
+    if values["ask_mode"] not in ("interrupt", "message"):
+        raise ValueError(f"{label('ask_mode')} must be 'interrupt' or 'message', not {values['ask_mode']!r}")
+    threshold = values["threshold"]
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"{label('threshold')} must lie in [0, 1], not {threshold}")
+    _check_range(label("top_k"), values["top_k"], 1, MAX_TOP_K)
+    _check_range(label("max_rounds"), values["max_rounds"], 0, None)
+
+
+def _check_range(label: str, value: int, low: int, high: int | None) -> None:
     if value < low or (high is not None and value > high):
         bound = f"{low} or more" if high is None else f"between {low} and {high}"
-        raise ValueError(f"{name} ({ENV_VARS[name]}) must be {bound}, not {value}")
+        raise ValueError(f"{label} must be {bound}, not {value}")
+
+
+def names_a_path(spec: str) -> bool:
+    """Whether a model setting is written as a path (starting with ".", "/" or "~") rather than a
+    Hugging Face id."""
+    return spec.startswith((".", "/", "~"))
 
 
 def _check_model_folder(name: str, spec: str) -> None:
-    """A model setting written as a path (starting with ".", "/" or "~") must name a folder that
-    exists; anything else is a Hugging Face id, checked when the model loads."""
-    if spec.startswith((".", "/", "~")) and not Path(spec).expanduser().is_dir():
+    """A model setting written as a path must name a folder that exists; a Hugging Face id is
+    checked when the model loads."""
+    if names_a_path(spec) and not Path(spec).expanduser().is_dir():
         raise ValueError(f"{name} ({ENV_VARS[name]}) names the folder {spec}, which does not exist")
 
 

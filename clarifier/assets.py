@@ -21,7 +21,15 @@ from pathlib import Path
 import torch
 from filelock import FileLock
 
-from askbetter.settings import BUNDLED_ADAPTER, BUNDLED_BASE_MODEL, BUNDLED_BASE_MODEL_HUB_ID, Settings
+from askbetter.settings import (
+    BUNDLED_ADAPTER,
+    BUNDLED_BASE_MODEL,
+    BUNDLED_BASE_MODEL_HUB_ID,
+    DTYPES,
+    Settings,
+    check_dtype,
+    names_a_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +125,7 @@ def resolve_base_model(spec: str, cache_dir: Path) -> str:
         if not (path / "config.json").is_file():
             raise ModelNotFound(f"{path} is not a model folder (no config.json)")
         return str(path)
-    if spec.startswith((".", "/", "~")):
+    if names_a_path(spec):
         raise ModelNotFound(f"base model folder {spec} does not exist")
     return spec  # a Hugging Face id
 
@@ -187,11 +195,8 @@ def resolve_dtype(name: str, device: str) -> torch.dtype:
         if device.startswith("cuda"):
             return torch.bfloat16
         return torch.bfloat16 if torch.ops.mkldnn._is_mkldnn_bf16_supported() else torch.float32
-    try:
-        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[name]
-    except KeyError:
-        raise ValueError(f"ASKBETTER_DTYPE must be auto, float32, bfloat16 or float16, not {name!r}") from None
+    check_dtype(name)
+    return getattr(torch, DTYPES[name])
 
 
 def load_model(settings: Settings | None = None, adapter: str | None = None) -> LoadedModel:

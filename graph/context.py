@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from askbetter.settings import MAX_TOP_K, AskMode, Settings
+from askbetter.settings import RUN_SETTINGS, AskMode, Settings, check_run_settings
 
 
 # the types each key accepts (None, for any key, means "take the default")
@@ -34,14 +34,7 @@ class Context(TypedDict, total=False):
 
 
 def default_context(settings: Settings) -> Context:
-    return Context(
-        pre_check=settings.pre_check,
-        post_check=settings.post_check,
-        threshold=settings.threshold,
-        top_k=settings.top_k,
-        ask_mode=settings.ask_mode,
-        max_rounds=settings.max_rounds,
-    )
+    return Context(**{name: getattr(settings, name) for name in RUN_SETTINGS})  # type: ignore[typeddict-item]
 
 
 def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Context:
@@ -57,15 +50,7 @@ def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Con
     for key, value in given.items():
         _check_type(key, value)
     merged = Context(**{**defaults, **given})
-    if merged["ask_mode"] not in ("interrupt", "message"):
-        raise ValueError(f"ask_mode must be 'interrupt' or 'message', not {merged['ask_mode']!r}")
-    threshold = merged["threshold"]
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must lie in [0, 1], not {threshold}")
-    if not 1 <= merged["top_k"] <= MAX_TOP_K:
-        raise ValueError(f"top_k must lie in [1, {MAX_TOP_K}], not {merged['top_k']}")
-    if merged["max_rounds"] < 0:
-        raise ValueError(f"max_rounds must be >= 0, not {merged['max_rounds']}")
+    check_run_settings(merged, lambda name: f"context key {name!r}")
     return merged
 
 

@@ -13,10 +13,11 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from askbetter.graph.context import _TYPES, Context
 from askbetter.graph.factory import create_clarifying_rag
 from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
 from askbetter.nodes.answer import EMPTY_TURN_REPLY
-from askbetter.settings import Settings
+from askbetter.settings import RUN_SETTINGS, Settings
 
 PASSAGES = [
     {"id": "c1", "title": "Sync in Nimbus Cloud", "text": "Admins turn on Cloud Sync.", "score": 0.8, "source": "/c/cloud-sync.md"},
@@ -225,7 +226,8 @@ def test_unknown_context_key_is_a_clear_error():
         ({"threshold": "0.5"}, TypeError, "context key 'threshold' must be float or int, not str '0.5'"),
         ({"max_rounds": True}, TypeError, "context key 'max_rounds' must be int, not bool True"),
         ({"pre_check": 1}, TypeError, "context key 'pre_check' must be bool, not int 1"),
-        ({"top_k": 21}, ValueError, "top_k must lie in [1, 20], not 21"),
+        ({"top_k": 21}, ValueError, "context key 'top_k' must be between 1 and 20, not 21"),
+        ({"max_rounds": -1}, ValueError, "context key 'max_rounds' must be 0 or more, not -1"),
     ],
 )
 def test_context_values_of_the_wrong_type_or_range_are_clear_errors(context, error, message):
@@ -233,6 +235,10 @@ def test_context_values_of_the_wrong_type_or_range_are_clear_errors(context, err
     with pytest.raises(error) as caught:
         graph.invoke(user("q"), config, context=context)
     assert str(caught.value) == message and retriever.queries == []
+
+
+def test_the_context_keys_are_the_run_settings_each_with_a_type():
+    assert list(Context.__annotations__) == list(RUN_SETTINGS) == list(_TYPES)
 
 
 def test_resuming_a_thread_with_no_question_pending_is_a_clear_error():

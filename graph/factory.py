@@ -115,13 +115,14 @@ def create_clarifying_rag(
 
 
 def require_user_turn(state: RagState, config: RunnableConfig) -> None:
-    """A turn starts from a user message (new, or the reply to a question); without one, as for a
-    `Command(resume=...)` on a fresh thread, raise ValueError rather than answer nothing. (On a
-    thread whose last turn ended, LangGraph itself runs no node for such a resume and drops it.)"""
+    """A turn starts from a user message (new, or the reply to a question); without one (an input
+    with no messages, or a `Command(resume=...)` on a fresh thread: the node cannot tell the two
+    apart) raise ValueError rather than answer nothing. (On a thread whose last turn ended,
+    LangGraph itself runs no node for such a resume and drops it.)"""
     messages = state.get("messages") or []
     if not messages or messages[-1].type != "human":
         thread = config.get("configurable", {}).get("thread_id")
         raise ValueError(
-            f"nothing to resume on thread {thread!r}: no question is waiting for a reply; "
-            "send a user message instead"
+            f"no user message to act on in thread {thread!r}: send one, as {{'messages': [('user', "
+            "'...')]}; Command(resume=...) answers a clarification question, and none is waiting"
         )

@@ -241,14 +241,17 @@ def test_the_context_keys_are_the_run_settings_each_with_a_type():
     assert list(Context.__annotations__) == list(RUN_SETTINGS) == list(_TYPES)
 
 
-def test_resuming_a_thread_with_no_question_pending_is_a_clear_error():
-    graph, _, config = build(ScriptedClarifier())
+@pytest.mark.parametrize("inputs", [Command(resume="Nimbus Desktop"), {"messages": []}], ids=["resume", "no messages"])
+def test_a_turn_with_no_user_message_on_a_fresh_thread_is_a_clear_error(inputs):
+    graph, retriever, config = build(ScriptedClarifier())
     thread = config["configurable"]["thread_id"]
     with pytest.raises(ValueError) as caught:
-        graph.invoke(Command(resume="Nimbus Desktop"), config)
+        graph.invoke(inputs, config)
     assert str(caught.value) == (
-        f"nothing to resume on thread '{thread}': no question is waiting for a reply; send a user message instead"
+        f"no user message to act on in thread '{thread}': send one, as {{'messages': [('user', '...')]}}; "
+        "Command(resume=...) answers a clarification question, and none is waiting"
     )
+    assert retriever.queries == []
 
 
 # ---------------------------------------------------------------- state, bad input, streaming

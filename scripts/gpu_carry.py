@@ -125,15 +125,17 @@ def unpack(tar_path: Path, runs: Path) -> Path:
         files = list(src.iterdir())
         run = runs / src.name
         adapter = run / "adapter"
-        if adapter.exists():
-            raise SystemExit(f"{adapter} exists: move it away or pick another --runs folder")
+        targets = [(adapter if f.name in adapter_files else run) / f.name for f in files]
+        there = [str(t) for t in targets if t.exists()]
+        if there:
+            raise SystemExit(f"{', '.join(there)}: already exists; move it away or pick another --runs folder")
         sent_adapter = any(f.name in adapter_files for f in files)
         (adapter if sent_adapter else run).mkdir(parents=True, exist_ok=True)
-        for f in files:
+        for f, target in zip(files, targets):
             if f.name == WEIGHTS:
-                cast_weights(f, adapter / f.name, "float32")
+                cast_weights(f, target, "float32")
             else:
-                shutil.copy(f, (adapter if f.name in adapter_files else run) / f.name)
+                shutil.copy(f, target)
     return run
 
 

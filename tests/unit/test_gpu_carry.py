@@ -118,3 +118,7 @@ def test_unpacking_a_failed_job_keeps_its_log_and_makes_no_adapter_folder(
     run = tmp_path / "runs" / "g2"
     assert sorted(p.name for p in run.iterdir()) == ["train.log", "train_config.json"]
     assert "no adapter came back" in capsys.readouterr().out
+    (run / "train.log").write_text("the first unpack's log, read since")
+    with pytest.raises(SystemExit, match="train.log"):  # unpacking it again overwrites nothing
+        gpu_carry.main(["unpack", str(tar), "--runs", str(tmp_path / "runs")])
+    assert (run / "train.log").read_text() == "the first unpack's log, read since"

@@ -38,9 +38,11 @@ def make_client(settings: Settings, *, ephemeral: bool = False) -> "ClientAPI":
     return _persistent_client(Path(settings.chroma_path))
 
 
-def _unreachable(host: str, port: int | None, exc: Exception, path: str = "DIR") -> str:
+def _unreachable(host: str, port: int, exc: Exception, path: str | None = None) -> str:
+    """`path` None: the server answered before (its data folder is not known here)."""
+    folder = path or "<its data folder>"
     return (
-        f"cannot reach Chroma at {host}:{port} ({exc}); start it with `chroma run --path {path} "
+        f"cannot reach Chroma at {host}:{port} ({exc}); start it with `chroma run --path {folder} "
         f"--port {port}`, or unset ASKBETTER_CHROMA_HOST to use a local folder"
     )
 
@@ -58,7 +60,8 @@ def chroma_errors(failure: str, advice: str = "") -> Iterator[None]:
         yield
     except httpx.TransportError as exc:  # connection refused or dropped, timeout
         url = exc.request.url
-        raise RetrievalError(_unreachable(url.host, url.port, exc) + tail) from exc
+        port = url.port or (443 if url.scheme == "https" else 80)  # httpx gives None for the default
+        raise RetrievalError(_unreachable(url.host, port, exc) + tail) from exc
     except ChromaError as exc:
         raise RetrievalError(f"{failure}: {_explain(exc)}{tail}") from exc
 

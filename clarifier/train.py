@@ -445,7 +445,7 @@ def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dtype
         dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed)
         record = {"file": str(dev_file), **threshold_on(dev, clarifier.score), "device": cfg.device,
                   "dtype": dtype}
-        store_threshold(out, record["threshold"], record)
+        store_threshold(out, record)
         log.warning("Adapter written to %s (threshold %.3f)", out, record["threshold"])
     else:
         log.warning("Adapter written to %s (no dev examples: threshold %.1f until `askbetter calibrate`)",

@@ -9,7 +9,7 @@ gives the calls; `scripts/gpu_train.sh` runs on the machine and uses `join` and 
 
     python scripts/gpu_carry.py pack --data data --out .gpu    # here: .gpu/part-1, part-2, ...
     python scripts/gpu_carry.py join PARTS WORK                # there: the parts joined, unpacked
-    python scripts/gpu_carry.py bf16 SRC DST                   # there: an adapter's weights in bf16
+    python scripts/gpu_carry.py bf16 SRC DST                   # there: an adapter folder, weights in bf16
     python scripts/gpu_carry.py unpack NAME.tar ... --runs runs  # here: run folders, fp32 adapter
 """
 
@@ -111,6 +111,21 @@ def cast_weights(src: Path, dst: Path, dtype: str) -> None:
     save_file({k: v.to(to) for k, v in load_file(src).items()}, dst, metadata={"format": "pt"})
 
 
+def copy_adapter_bf16(src: Path, dst: Path) -> bool:
+    """The adapter folder `src` into `dst` (created) with its weights in bf16, to come back in
+    half the bytes; False, copying nothing, when `src` holds no weights (a job that failed before
+    its first checkpoint). Needs askbetter installed (on the machine: after `join`'s install)."""
+    from askbetter.clarifier.assets import ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG
+
+    if not (src / ADAPTER_WEIGHTS).is_file():
+        return False
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in (ADAPTER_CONFIG, CLARIFIER_CONFIG):
+        shutil.copy(src / name, dst / name)
+    cast_weights(src / ADAPTER_WEIGHTS, dst / ADAPTER_WEIGHTS, "bfloat16")
+    return True
+
+
 def unpack(tar_path: Path, runs: Path) -> Path:
     """One run's tar from `gpu_train.sh` into `runs/NAME/` (`adapter/` in fp32, as the CPU path
     and the shipped adapter keep it; the records and log beside it; no `adapter/` when a job that
@@ -151,9 +166,9 @@ def main(argv: list[str] | None = None) -> None:
     p = sub.add_parser("join", help="there: join the received parts and unpack them")
     p.add_argument("parts", type=Path)
     p.add_argument("work", type=Path)
-    p = sub.add_parser("bf16", help="there: an adapter's weights in bf16, to come back in one file")
-    p.add_argument("src", type=Path)
-    p.add_argument("dst", type=Path)
+    p = sub.add_parser("bf16", help="there: an adapter folder with its weights in bf16, to come back")
+    p.add_argument("src", type=Path, help="adapter folder (or checkpoint)")
+    p.add_argument("dst", type=Path, help="folder to write the files into")
     p = sub.add_parser("unpack", help="here: the runs that came back as run folders")
     p.add_argument("tars", nargs="+", type=Path)
     p.add_argument("--runs", type=Path, default=Path("runs"), help="default: runs")
@@ -167,7 +182,8 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "join":
         join_parts(args.parts, args.work)
     elif args.command == "bf16":
-        cast_weights(args.src, args.dst, "bfloat16")
+        if not copy_adapter_bf16(args.src, args.dst):
+            print(f"{args.src}: no adapter weights; nothing copied")
     else:
         from askbetter.clarifier.local import adapter_config
 

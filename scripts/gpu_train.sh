@@ -42,11 +42,7 @@ pack_run() {  # NAME EXIT: the adapter (the last checkpoint unless the job ended
     local name=$1 run="$WORK/runs/$1" from=adapter
     [ "$2" = 0 ] || from=checkpoint
     rm -rf "$WORK/back/$name" && mkdir -p "$WORK/back/$name"
-    if [ -f "$run/$from/adapter_model.safetensors" ]; then
-        cp "$run/$from"/{adapter_config.json,askbetter_clarifier.json} "$WORK/back/$name/"
-        "$PYTHON" scripts/gpu_carry.py bf16 "$run/$from/adapter_model.safetensors" \
-            "$WORK/back/$name/adapter_model.safetensors"
-    fi
+    PYTHONPATH="$WORK/site" "$PYTHON" scripts/gpu_carry.py bf16 "$run/$from" "$WORK/back/$name"
     cp "$run"/train_config.json "$run"/train_log.jsonl "$WORK/back/$name/" 2>/dev/null || true
     cp "$WORK/logs/$name.log" "$WORK/back/$name/train.log"
     tar -cf "$OUT/$name.tar" -C "$WORK/back" "$name"

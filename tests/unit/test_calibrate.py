@@ -43,9 +43,10 @@ def test_no_examples_is_an_error() -> None:
 
 def test_storing_keeps_the_other_fields(tmp_path: Path) -> None:
     (tmp_path / CLARIFIER_CONFIG).write_text(json.dumps({"threshold": 0.5, "max_input_tokens": 448}))
-    store_threshold(tmp_path, 0.31, {"file": "dev.jsonl", "n": 4})
+    stored = store_threshold(tmp_path, {"file": "dev.jsonl", "n": 4, "threshold": 0.31})
     config = json.loads((tmp_path / CLARIFIER_CONFIG).read_text())
-    assert config == {"threshold": 0.31, "max_input_tokens": 448, "calibration": {"file": "dev.jsonl", "n": 4}}
+    assert config == {"threshold": 0.31, "max_input_tokens": 448, "calibration": stored}
+    assert stored == {"file": "dev.jsonl", "n": 4, "threshold": 0.31, "previous_threshold": 0.5}
 
 
 def test_calibrate_needs_an_adapter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

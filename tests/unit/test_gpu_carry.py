@@ -76,16 +76,24 @@ def test_packing_without_built_splits_says_how_to_build_them(tmp_path: Path) -> 
         gpu_carry.build_blob(tmp_path, [])
 
 
-def _run_tar(tmp_path: Path, weights: dict[str, torch.Tensor] | None) -> Path:
-    """A run as `gpu_train.sh` packs it: adapter files (none for `weights` None: a job that failed
-    before its first checkpoint), records and log under NAME/ in a tar."""
-    run = tmp_path / "back" / "g2"
-    run.mkdir(parents=True)
+def _run_tar(tmp_path: Path, weights: dict[str, torch.Tensor] | None,
+             capsys: pytest.CaptureFixture[str]) -> Path:
+    """A run as `gpu_train.sh` packs it: the job's adapter folder through `bf16` (no weights for
+    `weights` None: a job that failed before its first checkpoint), records and log under NAME/
+    in a tar."""
+    adapter = tmp_path / "job" / "adapter"
+    adapter.mkdir(parents=True)
     if weights is not None:
-        save_file(weights, run / ADAPTER_WEIGHTS)
-        gpu_carry.cast_weights(run / ADAPTER_WEIGHTS, run / ADAPTER_WEIGHTS, "bfloat16")
-        (run / "adapter_config.json").write_text("{}")
-        (run / "askbetter_clarifier.json").write_text(json.dumps({"training": {"steps": 3}}))
+        save_file(weights, adapter / ADAPTER_WEIGHTS)
+        (adapter / "adapter_config.json").write_text("{}")
+        (adapter / "askbetter_clarifier.json").write_text(json.dumps({"training": {"steps": 3}}))
+    run = tmp_path / "back" / "g2"
+    gpu_carry.main(["bf16", str(adapter), str(run)])
+    said = capsys.readouterr().out
+    assert ("no adapter weights" in said) == (weights is None)
+    if weights is not None:
+        assert load_file(run / ADAPTER_WEIGHTS)["lora_A"].dtype == torch.bfloat16
+    run.mkdir(parents=True, exist_ok=True)
     (run / "train_config.json").write_text("{}")
     (run / "train.log").write_text("log")
     buf = io.BytesIO()
@@ -95,9 +103,11 @@ def _run_tar(tmp_path: Path, weights: dict[str, torch.Tensor] | None) -> Path:
     return tmp_path / "g2.tar"
 
 
-def test_unpack_makes_a_run_folder_with_an_fp32_adapter_and_keeps_an_existing_one(tmp_path: Path) -> None:
+def test_unpack_makes_a_run_folder_with_an_fp32_adapter_and_keeps_an_existing_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     weights = {"lora_A": torch.randn(4, 8), "lora_B": torch.randn(8, 4)}
-    tar = _run_tar(tmp_path, weights)
+    tar = _run_tar(tmp_path, weights, capsys)
     run = gpu_carry.unpack(tar, tmp_path / "runs")
     assert run == tmp_path / "runs" / "g2"
     assert sorted(p.name for p in (run / "adapter").iterdir()) == sorted(
@@ -115,7 +125,7 @@ def test_unpack_makes_a_run_folder_with_an_fp32_adapter_and_keeps_an_existing_on
 def test_unpacking_a_failed_job_keeps_its_log_and_makes_no_adapter_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tar = _run_tar(tmp_path, None)
+    tar = _run_tar(tmp_path, None, capsys)
     gpu_carry.main(["unpack", str(tar), "--runs", str(tmp_path / "runs")])
     run = tmp_path / "runs" / "g2"
     assert sorted(p.name for p in run.iterdir()) == ["train.log", "train_config.json"]

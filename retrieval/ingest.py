@@ -50,9 +50,9 @@ class IngestReport:
 
     def summary(self) -> str:
         lines = [
-            f"{self.files_ingested}/{self.files_seen} files ingested: "
-            f"{self.chunks_added} chunks added, {self.chunks_present} already present, "
-            f"{self.chunks_removed} old chunks removed, {len(self.skipped)} skipped"
+            f"{self.files_ingested}/{self.files_seen} files ingested; chunks: "
+            f"{self.chunks_added} added, {self.chunks_present} already present, "
+            f"{self.chunks_removed} stale removed; {len(self.skipped)} skipped"
         ]
         lines += [f"  skipped {where}: {why}" for where, why in self.skipped]
         return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""Does a threshold picked on some sources carry over to a source it never saw?
+
+The issue's held-out data comes from another source; this asks the question on dev's sources.
+For each source in one `askbetter eval --predictions` file, the threshold is picked as `askbetter
+calibrate` picks it (`metrics.pick_threshold`, accuracy on every other source) and applied to the
+held-out source, beside the adapter's own threshold (the one its predictions ran with, picked on
+all of dev), a fixed 0.5, and the held-out source's own best threshold (in-sample: an upper
+bound, not a result). One markdown row per source, then the mean over sources.
+
+    askbetter eval data/dev.jsonl --no-questions --predictions runs/eval/dev.pred.jsonl
+    python scripts/threshold_transfer.py runs/eval/dev.pred.jsonl
+"""
+
+import sys
+
+from askbetter.clarifier.evaluate import read_predictions
+from askbetter.clarifier.metrics import classification, pick_threshold
+
+
+def _figures(rows: list[dict], threshold: float | None) -> tuple[float, float]:
+    """Accuracy and F1-clarify at `threshold`; None: the decisions the predictions hold."""
+    decisions = [r["decision"] if threshold is None else r["score"] >= threshold for r in rows]
+    figures = classification([r["label"] for r in rows], decisions, [r["score"] for r in rows])
+    return figures["accuracy"], figures["f1_clarify"]
+
+
+def main(path: str) -> None:
+    rows = read_predictions(path)
+    columns = ("picked on the others", "the adapter's own", "0.5", "held-out best (in-sample)")
+    print(f"| held-out source | n | {' | '.join(f'{c}: accuracy, F1' for c in columns)} |")
+    print("|---|---|" + "---|" * len(columns))
+    sums = [[0.0, 0.0] for _ in columns]
+    sources = sorted({r["source"] for r in rows})
+    for source in sources:
+        held = [r for r in rows if r["source"] == source]
+        others = [r for r in rows if r["source"] != source]
+        picked = pick_threshold([r["label"] for r in others], [r["score"] for r in others])
+        best = pick_threshold([r["label"] for r in held], [r["score"] for r in held])
+        cells = []
+        for i, threshold in enumerate((picked, None, 0.5, best)):
+            accuracy, f1 = _figures(held, threshold)
+            sums[i][0] += accuracy
+            sums[i][1] += f1
+            cells.append(f"{accuracy:.3f}, {f1:.3f}" + (f" (t {threshold:.3f})" if i in (0, 3) else ""))
+        print(f"| {source} | {len(held)} | {' | '.join(cells)} |")
+    means = [f"{a / len(sources):.3f}, {f / len(sources):.3f}" for a, f in sums]
+    print(f"| mean over {len(sources)} sources | | {' | '.join(means)} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])

@@ -1,0 +1,34 @@
+"""scripts/threshold_transfer.py: a threshold picked on the other sources, applied to the held-out one."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "threshold_transfer.py"
+spec = importlib.util.spec_from_file_location("threshold_transfer", SCRIPT)
+threshold_transfer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(threshold_transfer)
+
+
+def _row(source: str, label: bool, score: float) -> dict:
+    return {"source": source, "label": label, "score": score, "decision": score >= 0.5}
+
+
+def test_each_source_is_judged_at_the_threshold_the_others_pick(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # source a separates at 0.5; source b at 0.2, so a's threshold misses b's two 0.3 positives
+    rows = [_row("a", False, 0.1), _row("a", False, 0.4), _row("a", True, 0.6), _row("a", True, 0.9),
+            _row("b", False, 0.1), _row("b", False, 0.15), _row("b", True, 0.3), _row("b", True, 0.3)]
+    path = tmp_path / "pred.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    threshold_transfer.main(str(path))
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in capsys.readouterr().out.splitlines()}
+    # b at a's threshold (0.5): the two negatives right, the two positives missed
+    assert lines["b"].startswith("| b | 4 | 0.500, 0.000 (t 0.500)")
+    assert lines["b"].endswith("| 1.000, 1.000 (t 0.225) |")  # b's own best, in-sample
+    # a at b's threshold (0.225): 0.4 asked wrongly
+    assert lines["a"].startswith("| a | 4 | 0.750, 0.800 (t 0.225)")
+    assert "| mean over 2 sources | | 0.625, 0.400 |" in lines["mean over 2 sources"]

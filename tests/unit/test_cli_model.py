@@ -110,3 +110,24 @@ def test_eval_refuses_an_output_it_could_not_write_before_any_model_loads(
     path.write_text(json.dumps({"id": 1, "messages": [{"role": "user", "content": "q"}], "clarification": None}) + "\n")
     assert main(["eval", str(path), "--no-questions", *[o.format(tmp=tmp_path) for o in options]]) == 1
     assert message.format(tmp=tmp_path) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_an_output_file_without_write_permission_is_refused(tmp_path: Path, monkeypatch, existing: bool) -> None:
+    """The permission branch, with `os.access` saying what a user without write access would get
+    (the tests run as root, who may write anywhere)."""
+    import os
+
+    from askbetter.cli import UsageError
+    from askbetter.cli_model import check_output_files
+
+    out = tmp_path / "report.json"
+    if existing:
+        out.write_text("{}")
+    denied = out if existing else tmp_path  # the file itself, or the folder it would go into
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != denied and real_access(path, mode))
+    with pytest.raises(UsageError, match=f"--json {out}: no permission to write there"):
+        check_output_files(json=out)
+    (tmp_path / "ok").mkdir()
+    check_output_files(json=tmp_path / "ok" / "other.json")  # a writable place passes

@@ -52,7 +52,7 @@ class IngestReport:
         lines = [
             f"{self.files_ingested}/{self.files_seen} files ingested; chunks: "
             f"{self.chunks_added} added, {self.chunks_present} already present, "
-            f"{self.chunks_removed} stale removed; {len(self.skipped)} skipped"
+            f"{self.chunks_removed} stale removed; {len(self.skipped)} files or lines skipped"
         ]
         lines += [f"  skipped {where}: {why}" for where, why in self.skipped]
         return "\n".join(lines)

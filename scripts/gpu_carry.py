@@ -111,18 +111,27 @@ def cast_weights(src: Path, dst: Path, dtype: str) -> None:
     save_file({k: v.to(to) for k, v in load_file(src).items()}, dst, metadata={"format": "pt"})
 
 
+def adapter_files() -> tuple[str, str, str]:
+    """An adapter folder's files: PEFT's config, its weights, askbetter's clarifier config.
+
+    Imported when called, not with this module: `join` runs on the GPU machine before
+    `gpu_train.sh` has installed askbetter into $WORK/site (`bf16` runs after it)."""
+    from askbetter.clarifier.assets import ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG
+
+    return ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG
+
+
 def copy_adapter_bf16(src: Path, dst: Path) -> bool:
     """The adapter folder `src` into `dst` (created) with its weights in bf16, to come back in
     half the bytes; False, copying nothing, when `src` holds no weights (a job that failed before
-    its first checkpoint). Needs askbetter installed (on the machine: after `join`'s install)."""
-    from askbetter.clarifier.assets import ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG
-
-    if not (src / ADAPTER_WEIGHTS).is_file():
+    its first checkpoint)."""
+    config, weights, clarifier_config = adapter_files()
+    if not (src / weights).is_file():
         return False
     dst.mkdir(parents=True, exist_ok=True)
-    for name in (ADAPTER_CONFIG, CLARIFIER_CONFIG):
+    for name in (config, clarifier_config):
         shutil.copy(src / name, dst / name)
-    cast_weights(src / ADAPTER_WEIGHTS, dst / ADAPTER_WEIGHTS, "bfloat16")
+    cast_weights(src / weights, dst / weights, "bfloat16")
     return True
 
 
@@ -130,24 +139,22 @@ def unpack(tar_path: Path, runs: Path) -> Path:
     """One run's tar from `gpu_train.sh` into `runs/NAME/` (`adapter/` in fp32, as the CPU path
     and the shipped adapter keep it; the records and log beside it; no `adapter/` when a job that
     failed sent none); returns the run folder."""
-    # here only: `join` runs on the GPU machine before askbetter is installed
-    from askbetter.clarifier.assets import ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG
-
-    adapter_files = {ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG}
+    config, weights, clarifier_config = adapter_files()
+    in_adapter = {config, weights, clarifier_config}
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(tar_path) as tar:
         tar.extractall(tmp, filter="data")
         (src,) = Path(tmp).iterdir()
         files = list(src.iterdir())
         run = runs / src.name
         adapter = run / "adapter"
-        targets = [(adapter if f.name in adapter_files else run) / f.name for f in files]
+        targets = [(adapter if f.name in in_adapter else run) / f.name for f in files]
         there = [str(t) for t in targets if t.exists()]
         if there:
             raise SystemExit(f"{', '.join(there)}: already exists; move it away or pick another --runs folder")
-        sent_adapter = any(f.name in adapter_files for f in files)
+        sent_adapter = any(f.name in in_adapter for f in files)
         (adapter if sent_adapter else run).mkdir(parents=True, exist_ok=True)
         for f, target in zip(files, targets):
-            if f.name == ADAPTER_WEIGHTS:
+            if f.name == weights:
                 cast_weights(f, target, "float32")
             else:
                 shutil.copy(f, target)

@@ -5,7 +5,7 @@ For each source in one `askbetter eval --predictions` file, the threshold is pic
 calibrate` picks it (`metrics.pick_threshold`, accuracy on every other source) and applied to the
 held-out source, beside the adapter's own threshold (the one its predictions ran with, picked on
 all of dev), a fixed 0.5, and the held-out source's own best threshold (in-sample: an upper
-bound, not a result). One markdown row per source, then the mean over sources.
+bound, not a result). One markdown row per source, then the unweighted mean over sources.
 
     askbetter eval data/dev.jsonl --no-questions --predictions runs/eval/dev.pred.jsonl
     python scripts/threshold_transfer.py runs/eval/dev.pred.jsonl
@@ -26,11 +26,13 @@ def _figures(rows: list[dict], threshold: float | None) -> tuple[float, float]:
 
 def main(path: str) -> None:
     rows = read_predictions(path)
+    sources = sorted({r["source"] for r in rows})
+    if len(sources) < 2:
+        sys.exit(f"{path}: examples of {len(sources)} source(s); holding one out needs two or more")
     columns = ("picked on the others", "the adapter's own", "0.5", "held-out best (in-sample)")
     print(f"| held-out source | n | {' | '.join(f'{c}: accuracy, F1' for c in columns)} |")
     print("|---|---|" + "---|" * len(columns))
     sums = [[0.0, 0.0] for _ in columns]
-    sources = sorted({r["source"] for r in rows})
     for source in sources:
         held = [r for r in rows if r["source"] == source]
         others = [r for r in rows if r["source"] != source]

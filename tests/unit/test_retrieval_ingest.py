@@ -262,7 +262,7 @@ def test_reingesting_an_edited_file_removes_its_old_chunks_only(settings, client
     (folder / "p.txt").write_text("Parking costs 9 euros.")
     report = ingest(folder / "p.txt", collection, progress=False)
     assert (report.chunks_added, report.chunks_present, report.chunks_removed) == (1, 0, 1)
-    assert "1/1 files ingested; chunks: 1 added, 0 already present, 1 stale removed; 0 skipped" in report.summary()
+    assert "1/1 files ingested; chunks: 1 added, 0 already present, 1 stale removed; 0 files or lines skipped" in report.summary()
     stored = collection.get()
     assert sorted(stored["documents"]) == [
         "Parking costs 5 euros.", "Parking costs 9 euros.", "The office opens at 9."

@@ -13,7 +13,8 @@ spec.loader.exec_module(threshold_transfer)
 
 
 def _row(source: str, label: bool, score: float) -> dict:
-    return {"source": source, "label": label, "score": score, "decision": score >= 0.5}
+    # the adapter's own threshold, as its predictions record it: 0.35
+    return {"source": source, "label": label, "score": score, "decision": score >= 0.35}
 
 
 def test_each_source_is_judged_at_the_threshold_the_others_pick(
@@ -26,9 +27,17 @@ def test_each_source_is_judged_at_the_threshold_the_others_pick(
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     threshold_transfer.main(str(path))
     lines = {line.split(" | ")[0].lstrip("| "): line for line in capsys.readouterr().out.splitlines()}
-    # b at a's threshold (0.5): the two negatives right, the two positives missed
-    assert lines["b"].startswith("| b | 4 | 0.500, 0.000 (t 0.500)")
-    assert lines["b"].endswith("| 1.000, 1.000 (t 0.225) |")  # b's own best, in-sample
-    # a at b's threshold (0.225): 0.4 asked wrongly
-    assert lines["a"].startswith("| a | 4 | 0.750, 0.800 (t 0.225)")
-    assert "| mean over 2 sources | | 0.625, 0.400 |" in lines["mean over 2 sources"]
+    # columns: picked on the other source, the recorded decisions (0.35), 0.5, the source's own best
+    # b at a's threshold (0.5): the negatives right, the positives missed; at 0.35 and 0.5 the same
+    assert lines["b"] == "| b | 4 | 0.500, 0.000 (t 0.500) | 0.500, 0.000 | 0.500, 0.000 | 1.000, 1.000 (t 0.225) |"
+    # a at b's threshold (0.225) and at 0.35: 0.4 asked wrongly; at 0.5 all right
+    assert lines["a"] == "| a | 4 | 0.750, 0.800 (t 0.225) | 0.750, 0.800 | 1.000, 1.000 | 1.000, 1.000 (t 0.500) |"
+    mean = "| mean over 2 sources | | 0.625, 0.400 | 0.625, 0.400 | 0.750, 0.500 | 1.000, 1.000 |"
+    assert lines["mean over 2 sources"] == mean
+
+
+def test_one_source_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "pred.jsonl"
+    path.write_text(json.dumps(_row("a", True, 0.9)) + "\n")
+    with pytest.raises(SystemExit, match="1 source"):
+        threshold_transfer.main(str(path))

@@ -21,7 +21,6 @@ from tqdm.auto import tqdm
 
 from askbetter.retrieval.chunking import chunk_id, chunk_text
 from askbetter.retrieval.errors import RetrievalError
-from askbetter.retrieval.store import chroma_errors
 from askbetter.retrieval.loaders import (
     SUPPORTED_SUFFIXES,
     Metadata,
@@ -29,6 +28,7 @@ from askbetter.retrieval.loaders import (
     SourceDocument,
     load_file,
 )
+from askbetter.retrieval.store import chroma_errors
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection

@@ -17,7 +17,7 @@ from askbetter.retrieval.errors import RetrievalError
 from askbetter.retrieval.store import make_client, open_collection
 from askbetter.settings import Settings
 from chroma_server import start_chroma_server
-from unit.test_retrieval_ingest import HashEmbedding
+from hash_embedding import HashEmbedding
 
 PASSAGES = [
     {"id": "c1", "title": "Sync in Nimbus Cloud", "text": "Admins turn on Cloud Sync.", "score": 0.81},

@@ -3,10 +3,10 @@
 import chromadb
 import pytest
 from chromadb.errors import InternalError
-from unit.test_retrieval_ingest import HashEmbedding
 
 from askbetter.retrieval import ChromaRetriever, RetrievalError, ingest, make_client, open_collection
 from askbetter.settings import Settings
+from hash_embedding import HashEmbedding
 
 
 def test_persistent_client_creates_a_missing_folder(tmp_path):

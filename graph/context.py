@@ -8,20 +8,11 @@ context again when resuming with `Command(resume=...)`, or the defaults apply.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from functools import cache
+from types import UnionType
+from typing import Any, Literal, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from askbetter.settings import RUN_SETTINGS, AskMode, Settings, check_run_settings
-
-
-# the types each key accepts (None, for any key, means "take the default")
-_TYPES: dict[str, tuple[type, ...]] = {
-    "pre_check": (bool,),
-    "post_check": (bool,),
-    "threshold": (float, int),
-    "top_k": (int,),
-    "ask_mode": (str,),
-    "max_rounds": (int,),
-}
 
 
 class Context(TypedDict, total=False):
@@ -54,9 +45,25 @@ def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Con
     return merged
 
 
+@cache
+def accepted_types() -> dict[str, tuple[type, ...]]:
+    """The types each `Context` key accepts, read off its annotation: a `Literal`'s values' types,
+    `None` left out (it means "take the default"), and an int wherever a float goes."""
+    accepted = {}
+    for key, hint in get_type_hints(Context).items():
+        kinds: list[type] = []
+        for arg in get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,):
+            if get_origin(arg) is Literal:
+                kinds += dict.fromkeys(type(v) for v in get_args(arg))
+            elif arg is not type(None):
+                kinds += [arg, int] if arg is float else [arg]
+        accepted[key] = tuple(kinds)
+    return accepted
+
+
 def _check_type(key: str, value: Any) -> None:
     """TypeError naming `key` when `value` is not of its type (a bool is no number here)."""
-    kinds = _TYPES[key]
+    kinds = accepted_types()[key]
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         expected = " or ".join(kind.__name__ for kind in kinds)
         raise TypeError(f"context key {key!r} must be {expected}, not {type(value).__name__} {value!r}")

@@ -118,6 +118,8 @@ def open_collection(
         if embedding_function is None:
             embedding_function = make_embedding_function(settings.embedding_model, settings.device)
         try:
+            if not create:
+                return client.get_collection(name, embedding_function=embedding_function)
             return client.get_or_create_collection(
                 name,
                 embedding_function=embedding_function,
@@ -171,11 +173,12 @@ class ChromaRetriever:
             raise ValueError("cannot search for an empty query")
         if k < 1:
             raise ValueError(f"k must be >= 1, not {k}")
-        self.require_chunks()
         with chroma_errors(f"search in collection {self.collection.name!r} failed"):
             result = self.collection.query(
                 query_texts=[query], n_results=k, include=["documents", "metadatas", "distances"]
             )
+        if not result["ids"][0]:  # only an empty collection finds nothing: say so
+            self.require_chunks()
         return [
             _passage(chunk_id, text, metadata, distance)
             for chunk_id, text, metadata, distance in zip(

@@ -151,9 +151,8 @@ def unpack(tar_path: Path, runs: Path) -> Path:
         there = [str(t) for t in targets if t.exists()]
         if there:
             raise SystemExit(f"{', '.join(there)}: already exists; move it away or pick another --runs folder")
-        sent_adapter = any(f.name in in_adapter for f in files)
-        (adapter if sent_adapter else run).mkdir(parents=True, exist_ok=True)
         for f, target in zip(files, targets):
+            target.parent.mkdir(parents=True, exist_ok=True)
             if f.name == weights:
                 cast_weights(f, target, "float32")
             else:

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from askbetter.graph.context import _TYPES, Context
+from askbetter.graph.context import Context, accepted_types
 from askbetter.graph.factory import create_clarifying_rag
 from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
 from askbetter.nodes.answer import EMPTY_TURN_REPLY
@@ -238,7 +238,8 @@ def test_context_values_of_the_wrong_type_or_range_are_clear_errors(context, err
 
 
 def test_the_context_keys_are_the_run_settings_each_with_a_type():
-    assert list(Context.__annotations__) == list(RUN_SETTINGS) == list(_TYPES)
+    assert list(Context.__annotations__) == list(RUN_SETTINGS) == list(accepted_types())
+    assert accepted_types()["threshold"] == (float, int) and accepted_types()["ask_mode"] == (str,)
 
 
 @pytest.mark.parametrize("inputs", [Command(resume="Nimbus Desktop"), {"messages": []}], ids=["resume", "no messages"])

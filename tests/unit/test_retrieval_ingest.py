@@ -133,6 +133,13 @@ def test_search_rejects_empty_queries(settings, client):
         retriever.search("   ")
 
 
+def test_a_search_is_one_query_without_counting_the_collection(settings, client, corpus, monkeypatch):
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    ingest([corpus], collection, progress=False)
+    monkeypatch.setattr(type(collection), "count", lambda self: pytest.fail("counted the collection"))
+    assert len(ChromaRetriever(collection).search("how do I turn on sync?", k=2)) == 2
+
+
 def test_searching_an_empty_collection_says_how_to_fill_it(settings, client):
     retriever = ChromaRetriever(open_collection(settings, client=client, embedding_function=HashEmbedding()))
     expected = rf"collection '{settings.collection}' is empty: run `askbetter ingest"
@@ -167,8 +174,9 @@ def test_a_collection_keeps_its_embedding_function_and_its_data(tmp_path, corpus
         def name() -> str:
             return "other-model"
 
-    with pytest.raises(RetrievalError, match="cannot open collection 'kept'.*ASKBETTER_COLLECTION"):
-        open_collection(settings, embedding_function=OtherEmbedding())
+    for opened_by in (open_collection, ChromaRetriever.from_settings):
+        with pytest.raises(RetrievalError, match="cannot open collection 'kept'.*ASKBETTER_COLLECTION"):
+            opened_by(settings, embedding_function=OtherEmbedding())
     assert open_collection(settings, embedding_function=HashEmbedding()).count() == added
 
 

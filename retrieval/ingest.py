@@ -74,7 +74,8 @@ def ingest(
     """
     files = find_files(paths)
     report = IngestReport(files_seen=len(files))
-    chunks = _read(files, chunk_size, chunk_overlap, report, progress)
+    by_file = _read(files, chunk_size, chunk_overlap, report, progress)
+    chunks = {key: chunk for file_chunks in by_file.values() for key, chunk in file_chunks.items()}
     ids = list(chunks)
     with tqdm(total=len(ids), desc="embed and store", unit="chunk", disable=not progress) as bar:
         for start in range(0, len(ids), batch_size):
@@ -83,16 +84,17 @@ def ingest(
             report.chunks_added += added
             report.chunks_present += len(batch) - added
             bar.update(len(batch))
-    for file, current in _ids_by_file(chunks).items():
-        report.chunks_removed += _remove_stale(collection, file, current)
+    for file, current in by_file.items():
+        report.chunks_removed += _remove_stale(collection, file, set(current))
     return report
 
 
 def _read(
     files: list[Path], chunk_size: int, chunk_overlap: int, report: IngestReport, progress: bool
-) -> dict[str, tuple[str, Metadata]]:
-    """Chunk id -> (text, metadata) for every readable file; skips and repeats go to `report`."""
-    chunks: dict[str, tuple[str, Metadata]] = {}
+) -> dict[str, dict[str, tuple[str, Metadata]]]:
+    """Each readable file's absolute path -> its chunks, chunk id -> (text, metadata); skips and
+    repeats go to `report`."""
+    by_file: dict[str, dict[str, tuple[str, Metadata]]] = {}
     for path in tqdm(files, desc="read", unit="file", disable=not progress):
         try:
             loaded = load_file(path)
@@ -101,6 +103,7 @@ def _read(
             continue
         report.skipped.extend(loaded.skipped)
         file = str(path.resolve())
+        chunks = by_file.setdefault(file, {})
         for document in loaded.documents:
             for index, text in enumerate(chunk_text(document.text, chunk_size, chunk_overlap)):
                 key = chunk_id(file, text)
@@ -109,7 +112,7 @@ def _read(
                 else:
                     chunks[key] = (text, _metadata(document, index, file))
         report.files_ingested += 1
-    return chunks
+    return by_file
 
 
 def _metadata(document: SourceDocument, index: int, file: str) -> Metadata:
@@ -117,13 +120,6 @@ def _metadata(document: SourceDocument, index: int, file: str) -> Metadata:
     `file`."""
     return {"source": document.source, **document.metadata, "title": document.title, "chunk": index,
             FILE_KEY: file}
-
-
-def _ids_by_file(chunks: dict[str, tuple[str, Metadata]]) -> dict[str, set[str]]:
-    by_file: dict[str, set[str]] = {}
-    for key, (_, metadata) in chunks.items():
-        by_file.setdefault(str(metadata[FILE_KEY]), set()).add(key)
-    return by_file
 
 
 def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:

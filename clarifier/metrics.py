@@ -53,6 +53,8 @@ def classification(
     """Accuracy, precision/recall/F1 of "clarify", macro-F1 and ROC-AUC of the score.
 
     With no examples every figure is None; `auc` is None when only one class is present.
+    Macro-F1 averages the classes that occur in the labels or the predictions (a perfect run on
+    examples of one label scores 1).
     """
     _check_aligned(labels, predictions, scores)
     n = len(labels)
@@ -65,7 +67,7 @@ def classification(
         "precision_clarify": float(precision_score(y, p, zero_division=0)),
         "recall_clarify": float(recall_score(y, p, zero_division=0)),
         "f1_clarify": float(f1_score(y, p, zero_division=0)),
-        "macro_f1": float(f1_score(y, p, average="macro", labels=[False, True], zero_division=0)),
+        "macro_f1": float(f1_score(y, p, average="macro", zero_division=0)),
         "auc": float(roc_auc_score(y, list(scores))) if both_classes else None,
         "n": n,
         "n_clarify": sum(y),

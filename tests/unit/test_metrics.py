@@ -60,6 +60,15 @@ def test_classification_one_class_has_no_auc():
     assert f["n_clarify"] == 0
 
 
+def test_classification_macro_f1_averages_the_classes_that_occur():
+    # only "clarify" occurs in labels and predictions: a perfect run has macro-F1 1, not (1 + 0) / 2
+    assert metrics.classification([True, True], [True, True], [0.9, 0.8])["macro_f1"] == 1.0
+    assert metrics.classification([False, False], [False, False], [0.1, 0.2])["macro_f1"] == 1.0
+    # a class that occurs only in the predictions counts: clear F1 .8, clarify F1 0
+    one_wrong = metrics.classification([False] * 3, [False, True, False], [0.1, 0.7, 0.2])
+    assert one_wrong["macro_f1"] == pytest.approx(0.4)
+
+
 def test_classification_empty_and_misaligned():
     empty = metrics.classification([], [], [])
     assert empty["n"] == 0 and empty["n_clarify"] == 0

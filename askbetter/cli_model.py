@@ -143,6 +143,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise UsageError("--markdown writes the --baselines table: add --baselines")
     if args.predictions is not None and args.baselines:
         raise UsageError("--predictions is not written with --baselines: run eval without --baselines for them")
+    if args.prompt_style is not None and args.baselines:
+        raise UsageError("--prompt-style is not used with --baselines: the base model runs zero-shot and "
+                         "few-shot, the adapter in the style it was trained on")
     check_output_files(json=args.json_out, predictions=args.predictions, markdown=args.markdown)
     settings = settings_from(args)
     try:
@@ -157,7 +160,8 @@ def _evaluate(args: argparse.Namespace, settings: Any) -> int:
 
     if args.baselines:
         reports = run_baselines(args.file, limit=args.limit, adapter=args.adapter, json_out=args.json_out,
-                                markdown_out=args.markdown, base_model=args.base_model, settings=settings)
+                                markdown_out=args.markdown, base_model=args.base_model, settings=settings,
+                                generate_questions=not args.no_questions)
         print(format_table(reports))
         return 0
     report = run_eval(args.file, adapter=args.adapter, base_model=args.base_model, limit=args.limit,

@@ -55,9 +55,11 @@ def compare(
     systems: Mapping[str, Clarifier | Callable[[], Clarifier]],
     *,
     embedder: Encoder | None = None,
+    generate_questions: bool = True,
     progress: bool = True,
 ) -> list[Report]:
-    """One `evaluate` report per system, in order, each named by its key.
+    """One `evaluate` report per system, in order, each named by its key (`generate_questions`:
+    see `evaluate`).
 
     A system is a clarifier or a zero-argument function that builds one just before its run, so
     that local models load in order (the base model alone before an adapter is attached).
@@ -66,7 +68,8 @@ def compare(
     for name, system in systems.items():
         clarifier = system if isinstance(system, Clarifier) else system()
         reports.append(
-            evaluate(examples, clarifier, embedder=embedder, progress=progress, system=name)
+            evaluate(examples, clarifier, embedder=embedder, generate_questions=generate_questions,
+                     progress=progress, system=name)
         )
     return reports
 
@@ -121,11 +124,12 @@ def run_baselines(
     markdown_out: Path | None = None,
     base_model: str | None = None,
     settings: Settings | None = None,
+    generate_questions: bool = True,
 ) -> list[Report]:
-    """`askbetter eval FILE.jsonl --baselines`: score always-clarify, never-clarify, the base
-    model zero-shot and few-shot, and the adapter (default: the settings', i.e. the bundled one)
-    on the first `limit` examples; write the reports as JSON and the table as Markdown where
-    asked; return the reports."""
+    """`askbetter eval FILE.jsonl --baselines [--no-questions]`: score always-clarify,
+    never-clarify, the base model zero-shot and few-shot, and the adapter (default: the
+    settings', i.e. the bundled one) on the first `limit` examples; write the reports as JSON and
+    the table as Markdown where asked; return the reports."""
     examples = load_examples(path, limit)
     settings = resolve_settings(settings, base_model)
     adapter = adapter or settings.adapter
@@ -140,7 +144,7 @@ def run_baselines(
         system_name("none", "few-shot"): local("none", "few-shot"),
         system_name(adapter, None): local(adapter, None),  # the style it was trained on
     }
-    reports = compare(examples, systems)
+    reports = compare(examples, systems, generate_questions=generate_questions)
     if json_out is not None:
         write_json(json_out, reports)
     if markdown_out is not None:

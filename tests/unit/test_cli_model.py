@@ -131,3 +131,34 @@ def test_an_output_file_without_write_permission_is_refused(tmp_path: Path, monk
         check_output_files(json=out)
     (tmp_path / "ok").mkdir()
     check_output_files(json=tmp_path / "ok" / "other.json")  # a writable place passes
+
+
+def test_eval_baselines_honours_no_questions(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    from askbetter.clarifier import baselines, evaluate
+
+    def no_embedder():
+        raise AssertionError("questions were scored")
+
+    monkeypatch.setattr(baselines, "local_clarifier", lambda settings, **kwargs: baselines.NeverClarify())
+    monkeypatch.setattr(evaluate, "_minilm", no_embedder)
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps({"id": 1, "messages": [{"role": "user", "content": "q"}], "clarification": "Which?"})
+                    + "\n")
+    json_out = tmp_path / "b.json"
+    assert main(["eval", str(path), "--baselines", "--no-questions", "--json", str(json_out)]) == 0
+    always = json.loads(json_out.read_text())[0]
+    assert always["system"] == "always-clarify" and always["n_questions"] == 0 and always["rouge_l"] is None
+
+
+def test_eval_baselines_refuses_a_prompt_style(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch) -> None:
+    from askbetter.clarifier import baselines
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(baselines, "local_clarifier", no_model)
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps({"id": 1, "messages": [{"role": "user", "content": "q"}], "clarification": None}) + "\n")
+    assert main(["eval", str(path), "--baselines", "--prompt-style", "few-shot"]) == 1
+    assert "--prompt-style is not used with --baselines" in capsys.readouterr().err

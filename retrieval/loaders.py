@@ -126,12 +126,19 @@ def _broken_lines(skipped: list[tuple[str, str]], shown: int = 3) -> str:
 
 
 def _scalar_fields(record: dict[str, Any], exclude: tuple[str, ...]) -> Metadata:
-    """The fields Chroma can store as metadata (strings, numbers, booleans); others are dropped."""
+    """The fields Chroma can store as metadata (strings, numbers, booleans, under a key it accepts);
+    others are dropped."""
     return {
-        str(key): value
+        key: value
         for key, value in record.items()
-        if key not in exclude and isinstance(value, (str, int, float, bool))
+        if key not in exclude and _storable_key(key) and isinstance(value, (str, int, float, bool))
     }
+
+
+def _storable_key(key: str) -> bool:
+    """Chroma refuses an empty metadata key, one starting with "#" or "$" (its own), and
+    "chroma:document"."""
+    return bool(key) and not key.startswith(("#", "$")) and key != "chroma:document"
 
 
 _READERS: dict[str, Callable[[Path], Loaded]] = {

@@ -1,5 +1,6 @@
 """Ingestion and search over an in-memory Chroma with a tiny hashing embedding function."""
 
+import json
 import re
 import uuid
 
@@ -246,3 +247,13 @@ def test_a_file_that_no_longer_loads_keeps_its_chunks(settings, client, tmp_path
     report = ingest(path, collection, progress=False)
     assert (report.files_ingested, report.chunks_removed) == (0, 0)
     assert collection.get()["documents"] == ["Parking costs 5 euros."]
+
+
+@pytest.mark.parametrize("key", ["", "#document", "$and", "chroma:document"])
+def test_a_jsonl_field_chroma_refuses_as_metadata_is_dropped(settings, client, tmp_path, key):
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps({"text": "Parking costs 5 euros.", key: "x", "year": 5}) + "\n")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    assert ingest(path, collection, progress=False).chunks_added == 1
+    metadata = collection.get()["metadatas"][0]
+    assert key not in metadata and metadata["year"] == 5

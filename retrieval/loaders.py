@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from askbetter.text import encodes_as_utf8
+
 SUPPORTED_SUFFIXES = (".txt", ".md", ".pdf", ".jsonl")
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
@@ -107,6 +109,9 @@ def _load_jsonl(path: Path) -> Loaded:
             continue
         if not record["text"].strip():
             loaded.skipped.append((where, "empty text"))
+            continue
+        if not encodes_as_utf8(record):
+            loaded.skipped.append((where, "not UTF-8 text (an unpaired surrogate escape such as \\ud800)"))
             continue
         title = str(record.get("title") or f"{path.stem} line {number}")
         metadata = _scalar_fields(record, exclude=("text", "title"))

@@ -257,3 +257,15 @@ def test_a_jsonl_field_chroma_refuses_as_metadata_is_dropped(settings, client, t
     assert ingest(path, collection, progress=False).chunks_added == 1
     metadata = collection.get()["metadatas"][0]
     assert key not in metadata and metadata["year"] == 5
+
+
+def test_a_jsonl_line_with_an_unpaired_surrogate_escape_is_skipped(settings, client, tmp_path):
+    path = tmp_path / "records.jsonl"
+    path.write_text('{"text": "Caf\\ud800 hours"}\n{"text": "Parking costs 5 euros.", "note": "\\udfff"}\n'
+                    '{"text": "The office opens at 9. \\ud83d\\ude00"}\n')
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    report = ingest(path, collection, progress=False)
+    assert collection.get()["documents"] == ["The office opens at 9. \U0001f600"]
+    assert report.skipped == [
+        (f"{path}:{line}", "not UTF-8 text (an unpaired surrogate escape such as \\ud800)") for line in (1, 2)
+    ]

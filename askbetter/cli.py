@@ -20,6 +20,7 @@ from typing import Any
 
 from askbetter.graph.context import default_context
 from askbetter.settings import MAX_TOP_K, Settings
+from askbetter.text import encodes_as_utf8
 
 Handler = Callable[[argparse.Namespace], int]
 PROMPT = "you> "
@@ -62,7 +63,15 @@ def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
 def require_text(text: str, what: str = "question") -> str:
     if not text.strip():
         raise UsageError(f'the {what} is empty: type one, e.g. askbetter ask "How do I turn on sync?"')
+    require_utf8(text, what)
     return text.strip()
+
+
+def require_utf8(text: str, what: str) -> None:
+    """UsageError when `text` came from bytes that are not UTF-8 (Python keeps them as lone
+    surrogates, which the models' tokenizers refuse)."""
+    if not encodes_as_utf8(text):
+        raise UsageError(f"the {what} is not UTF-8 text: set the terminal's encoding to UTF-8")
 
 
 def build_graph(settings: Settings) -> Any:
@@ -157,6 +166,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
             return 0
         if not text:
             print("(type a question, or /quit)")
+            continue
+        try:
+            require_utf8(text, "message")
+        except UsageError as exc:  # this line is lost, not the chat
+            print_error(exc)
             continue
         payload = Command(resume=text) if paused else {"messages": [("user", text)]}
         try:

@@ -91,6 +91,30 @@ def test_empty_question_is_a_clear_error(capsys, question):
     assert err.startswith("askbetter: error: the question is empty") and "Traceback" not in err
 
 
+def test_question_in_bytes_that_are_not_utf8_is_a_clear_error(monkeypatch, capsys):
+    def build_graph(settings):
+        raise AssertionError("the graph was built")
+
+    monkeypatch.setattr(cli, "build_graph", build_graph)
+    question = b"Caf\xe9 opening hours?".decode("utf-8", "surrogateescape")  # as sys.argv holds it
+    assert cli.main(["ask", question]) == 1
+    assert capsys.readouterr().err == (
+        "askbetter: error: the question is not UTF-8 text: set the terminal's encoding to UTF-8\n"
+    )
+
+
+def test_chat_reports_a_line_that_is_not_utf8_and_goes_on(monkeypatch, capsys):
+    clarifier = ScriptedClarifier(pre=["Which product?"])
+    use_fake_graph(monkeypatch, clarifier)
+    line = b"Caf\xe9 hours?".decode("utf-8", "surrogateescape")  # as sys.stdin reads it
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{line}\nHow do I turn on sync?\n/quit\n"))
+    assert cli.main(["chat"]) == 0
+    captured = capsys.readouterr()
+    assert "askbetter: error: the message is not UTF-8 text" in captured.err
+    assert "askbetter asks (pre-retrieval check, score 0.90): Which product?" in captured.out
+    assert [messages[-1]["content"] for _, messages, _ in clarifier.calls] == ["How do I turn on sync?"]
+
+
 @pytest.mark.parametrize(
     "error",
     [

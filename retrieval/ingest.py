@@ -5,8 +5,8 @@ chunk's text (see `chunk_id`), and a batch stores only the ids the collection la
 re-ingesting the same files adds nothing and re-embeds nothing, and an interrupted ingestion is
 resumed by running it again. Once every batch is stored, the chunks stored earlier for each file
 read in this run that its current version no longer has are deleted (LangChain's "incremental"
-cleanup): an edited file keeps only its new text. A file that cannot be read, or is not named in
-this run, keeps what it had.
+cleanup): an edited file keeps only its new text. A file that cannot be read, or only in part (a
+JSON-lines file with a broken line), or is not named in this run, keeps what it had.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def ingest(
     """
     files = find_files(paths)
     report = IngestReport(files_seen=len(files))
-    by_file = _read(files, chunk_size, chunk_overlap, report, progress)
+    by_file, partly_read = _read(files, chunk_size, chunk_overlap, report, progress)
     chunks = {key: chunk for file_chunks in by_file.values() for key, chunk in file_chunks.items()}
     ids = list(chunks)
     with tqdm(total=len(ids), desc="embed and store", unit="chunk", disable=not progress) as bar:
@@ -85,16 +85,18 @@ def ingest(
             report.chunks_present += len(batch) - added
             bar.update(len(batch))
     for file, current in by_file.items():
-        report.chunks_removed += _remove_stale(collection, file, set(current))
+        if file not in partly_read:  # a broken line's chunks stay until the line is fixed
+            report.chunks_removed += _remove_stale(collection, file, set(current))
     return report
 
 
 def _read(
     files: list[Path], chunk_size: int, chunk_overlap: int, report: IngestReport, progress: bool
-) -> dict[str, dict[str, tuple[str, Metadata]]]:
-    """Each readable file's absolute path -> its chunks, chunk id -> (text, metadata); skips and
-    repeats go to `report`."""
+) -> tuple[dict[str, dict[str, tuple[str, Metadata]]], set[str]]:
+    """Each readable file's absolute path -> its chunks, chunk id -> (text, metadata), and the
+    paths of the files read in part (JSON lines skipped); skips and repeats go to `report`."""
     by_file: dict[str, dict[str, tuple[str, Metadata]]] = {}
+    partly_read: set[str] = set()
     for path in tqdm(files, desc="read", unit="file", disable=not progress):
         try:
             loaded = load_file(path)
@@ -103,6 +105,8 @@ def _read(
             continue
         report.skipped.extend(loaded.skipped)
         file = str(path.resolve())
+        if loaded.skipped:
+            partly_read.add(file)
         chunks = by_file.setdefault(file, {})
         for document in loaded.documents:
             for index, text in enumerate(chunk_text(document.text, chunk_size, chunk_overlap)):
@@ -112,7 +116,7 @@ def _read(
                 else:
                     chunks[key] = (text, _metadata(document, index, file))
         report.files_ingested += 1
-    return by_file
+    return by_file, partly_read
 
 
 def _metadata(document: SourceDocument, index: int, file: str) -> Metadata:

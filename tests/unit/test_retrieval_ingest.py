@@ -269,3 +269,21 @@ def test_a_jsonl_line_with_an_unpaired_surrogate_escape_is_skipped(settings, cli
     assert report.skipped == [
         (f"{path}:{line}", "not UTF-8 text (an unpaired surrogate escape such as \\ud800)") for line in (1, 2)
     ]
+
+
+def test_a_broken_jsonl_line_keeps_what_was_stored_for_its_file(settings, client, tmp_path):
+    path = tmp_path / "faq.jsonl"
+    path.write_text('{"text": "Parking is in garage B."}\n{"text": "Badges are issued at reception."}\n')
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    ingest(path, collection, progress=False)
+    path.write_text('{"text": "Parking is in garage C."}\n{"text": "Badges are issued at reception.\n')
+    report = ingest(path, collection, progress=False)
+    assert (report.chunks_added, report.chunks_removed, len(report.skipped)) == (1, 0, 1)
+    assert sorted(collection.get()["documents"]) == [
+        "Badges are issued at reception.", "Parking is in garage B.", "Parking is in garage C."
+    ]
+
+    path.write_text('{"text": "Parking is in garage C."}\n{"text": "Badges are issued at the desk."}\n')
+    fixed = ingest(path, collection, progress=False)  # read whole again: its old chunks go
+    assert (fixed.chunks_added, fixed.chunks_removed) == (1, 2)
+    assert sorted(collection.get()["documents"]) == ["Badges are issued at the desk.", "Parking is in garage C."]

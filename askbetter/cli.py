@@ -254,5 +254,8 @@ def _user_errors() -> tuple[type[BaseException], ...]:
             IsADirectoryError, NotADirectoryError, PermissionError)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # `python -m askbetter.cli`: run the module the others import, so that
+    # the UsageError they raise is the one its `main` reports
+    from askbetter.cli import main as imported_main
+
+    sys.exit(imported_main())

@@ -162,3 +162,18 @@ def test_eval_baselines_refuses_a_prompt_style(tmp_path: Path, capsys: pytest.Ca
     path.write_text(json.dumps({"id": 1, "messages": [{"role": "user", "content": "q"}], "clarification": None}) + "\n")
     assert main(["eval", str(path), "--baselines", "--prompt-style", "few-shot"]) == 1
     assert "--prompt-style is not used with --baselines" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:'askbetter.cli' found in sys.modules:RuntimeWarning")
+def test_python_m_askbetter_cli_reports_user_errors_in_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`python -m askbetter.cli` (as scripts/gpu_train.sh runs it) reports a UsageError raised by
+    `askbetter.cli_model` as `askbetter` does."""
+    import runpy
+
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps({"id": 1, "messages": [{"role": "user", "content": "q"}], "clarification": None}) + "\n")
+    monkeypatch.setattr("sys.argv", ["askbetter", "eval", str(path), "--markdown", str(tmp_path / "t.md")])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_module("askbetter.cli", run_name="__main__")
+    assert exited.value.code == 1
+    assert capsys.readouterr().err == "askbetter: error: --markdown writes the --baselines table: add --baselines\n"

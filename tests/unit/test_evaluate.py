@@ -194,6 +194,10 @@ def test_load_examples_errors(tmp_path):
         ev.load_examples(latin)
     with pytest.raises(ExampleFormatError, match="is a folder"):
         ev.load_examples(tmp_path)
+    surrogate = tmp_path / "surrogate.jsonl"  # stopped here, not in the tokenizer once the model loaded
+    surrogate.write_text(json.dumps(EXAMPLES[0]) + "\n" + json.dumps(EXAMPLES[1]).replace("query 1", "query \\ud800") + "\n")
+    with pytest.raises(ExampleFormatError, match=r"surrogate.jsonl:2: not a valid example: not UTF-8 text"):
+        ev.load_examples(surrogate)
 
 
 def test_load_examples_from_elsewhere_without_kind_or_source(tmp_path):

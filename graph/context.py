@@ -30,7 +30,12 @@ def default_context(settings: Settings) -> Context:
 
 def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Context:
     """`context` over `defaults`, validated; unknown keys or bad values raise ValueError, values of
-    the wrong type TypeError."""
+    the wrong type, or a context that is not a mapping, TypeError."""
+    if context is not None and not isinstance(context, Mapping):
+        raise TypeError(
+            f"the context must be a mapping of run settings, e.g. {{'ask_mode': 'message'}}, not "
+            f"{type(context).__name__}"
+        )
     given = dict(context or {})
     unknown = set(given) - set(Context.__annotations__)
     if unknown:

@@ -228,6 +228,8 @@ def test_unknown_context_key_is_a_clear_error():
         ({"pre_check": 1}, TypeError, "context key 'pre_check' must be bool, not int 1"),
         ({"top_k": 21}, ValueError, "context key 'top_k' must be between 1 and 20, not 21"),
         ({"max_rounds": -1}, ValueError, "context key 'max_rounds' must be 0 or more, not -1"),
+        (Settings(), TypeError, "the context must be a mapping of run settings, e.g. {'ask_mode': 'message'}, not Settings"),
+        ("message", TypeError, "the context must be a mapping of run settings, e.g. {'ask_mode': 'message'}, not str"),
     ],
 )
 def test_context_values_of_the_wrong_type_or_range_are_clear_errors(context, error, message):

@@ -133,7 +133,7 @@ class Settings:
             raise ValueError(f"chunk_overlap ({ENV_VARS['chunk_overlap']}) must be 0 or more and smaller "
                              f"than chunk_size ({ENV_VARS['chunk_size']}), not {self.chunk_overlap} "
                              f"with chunk_size {self.chunk_size}")
-        for name in ("base_model", "answer_model"):
+        for name in ("base_model", "answer_model", "embedding_model"):
             _check_model_folder(name, getattr(self, name))
         check_dtype(self.dtype)
         problem = device_problem(self.device)

@@ -28,6 +28,8 @@ def test_defaults_and_overrides_from_the_environment() -> None:
      "chunk_size (ASKBETTER_CHUNK_SIZE), not 900 with chunk_size 800"),
     ("ASKBETTER_ANSWER_MODEL", "/nonexistent", "answer_model (ASKBETTER_ANSWER_MODEL) names the folder /nonexistent"),
     ("ASKBETTER_BASE_MODEL", "./no-such-model", "base_model (ASKBETTER_BASE_MODEL) names the folder ./no-such-model"),
+    ("ASKBETTER_EMBEDDING_MODEL", "~/no-such-minilm",
+     "embedding_model (ASKBETTER_EMBEDDING_MODEL) names the folder ~/no-such-minilm, which does not exist"),
 ])
 def test_out_of_range_values_name_the_setting_and_its_variable(variable: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -1,7 +1,7 @@
 """Run settings passed at invoke time: `graph.invoke(inputs, config, context={"ask_mode": "message"})`.
 
-Every key is optional; a missing key takes its value from the `Settings` the graph was built with
-(`Settings.from_env()` by default). LangGraph does not keep the context across calls: pass the same
+Every key is optional; a missing key, or one set to None, takes its value from the `Settings` the
+graph was built with (`Settings.from_env()` by default). LangGraph does not keep the context across calls: pass the same
 context again when resuming with `Command(resume=...)`, or the defaults apply.
 """
 
@@ -18,7 +18,7 @@ from askbetter.settings import RUN_SETTINGS, AskMode, Settings, check_run_settin
 class Context(TypedDict, total=False):
     pre_check: bool  # run the clarifier before retrieval
     post_check: bool  # run the clarifier after retrieval, with the passages
-    threshold: float | None  # ask when score >= threshold; None: the clarifier's own threshold
+    threshold: float | None  # ask when score >= threshold (None there: the clarifier's own)
     top_k: int  # passages retrieved, 1 to MAX_TOP_K
     ask_mode: AskMode  # "interrupt": pause with interrupt(); "message": end the turn with the question
     max_rounds: int  # clarification questions per user turn; past it the graph answers

@@ -1,8 +1,9 @@
 """Run settings passed at invoke time: `graph.invoke(inputs, config, context={"ask_mode": "message"})`.
 
 Every key is optional; a missing key, or one set to None, takes its value from the `Settings` the
-graph was built with (`Settings.from_env()` by default). LangGraph does not keep the context across calls: pass the same
-context again when resuming with `Command(resume=...)`, or the defaults apply.
+graph was built with (`Settings.from_env()` by default). LangGraph does not keep the context
+across calls: pass the same context again when resuming with `Command(resume=...)`, or the defaults
+apply.
 """
 
 from __future__ import annotations

@@ -55,9 +55,13 @@ def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
              "post_check", "ask_mode")
     given = {name: getattr(args, name, None) for name in names}
     try:
-        return Settings.from_env(**{**given, **overrides})
+        settings = Settings.from_env(**{**given, **overrides})
     except ValueError as exc:  # a bad environment variable or option value
         raise UsageError(str(exc)) from exc
+    if given["chroma_path"] is not None and settings.chroma_host:
+        raise UsageError(f"--chroma-path names a local folder, but ASKBETTER_CHROMA_HOST={settings.chroma_host} "
+                         "points at a Chroma server: unset it, or leave out --chroma-path")
+    return settings
 
 
 def require_text(text: str, what: str = "question") -> str:

@@ -150,6 +150,17 @@ def test_unreachable_chroma_server_is_a_clear_error(monkeypatch, capsys):
     assert "askbetter: error: cannot reach Chroma at 127.0.0.1:9" in err
 
 
+def test_chroma_path_beside_a_chroma_server_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ASKBETTER_CHROMA_HOST", "127.0.0.1")
+    (tmp_path / "a.md").write_text("# A\n\nSync is on.")
+    assert cli.main(["ingest", str(tmp_path), "--chroma-path", str(tmp_path / "chroma")]) == 1
+    assert capsys.readouterr().err == (
+        "askbetter: error: --chroma-path names a local folder, but ASKBETTER_CHROMA_HOST=127.0.0.1 points at "
+        "a Chroma server: unset it, or leave out --chroma-path\n"
+    )
+    assert not (tmp_path / "chroma").exists()
+
+
 def test_chroma_path_that_is_a_file_is_a_clear_error(tmp_path, capsys):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")

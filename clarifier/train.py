@@ -4,8 +4,8 @@ A loop a reader can hold in their head (nanoGPT-style): every knob is a field of
 Examples are tokenised with the same prompt as inference (`askbetter.clarifier.prompt`), the loss
 is on the answer tokens only (`CLEAR` or the reference question, then end-of-turn), and the first
 answer token -- where the decision is read -- is weighted up. Batches are length-bucketed under a
-token budget. A checkpoint (adapter, optimizer, scheduler, step) is written every few steps, and a
-run started again with the same config resumes from it.
+token budget. A checkpoint (adapter, optimizer, scheduler, step, random state) is written every
+few steps, and a run started again with the same config resumes from it as if it had not stopped.
 """
 
 from __future__ import annotations
@@ -282,6 +282,22 @@ def peak_memory_mb(device: str, earlier: dict[str, int] | None = None) -> dict[s
     return {key: max(value, (earlier or {}).get(key, 0)) for key, value in peak.items()}
 
 
+def rng_state(device: str) -> dict[str, torch.Tensor]:
+    """torch's random state, which LoRA dropout draws from: the CPU's, and `device`'s on CUDA."""
+    state = {"cpu": torch.get_rng_state()}
+    if device.startswith("cuda"):
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def set_rng_state(state: dict[str, torch.Tensor], device: str) -> None:
+    """Restore what `rng_state` returned, so that a resumed run draws the dropout masks that the
+    run it continues would have drawn."""
+    torch.set_rng_state(state["cpu"])
+    if "cuda" in state and device.startswith("cuda"):
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
 def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     """Train (or resume) and write the adapter with its threshold and metrics to `out_dir/adapter`."""
     from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
@@ -357,6 +373,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         check_resumable(saved, digests[saved["step"]], ckpt)
         optimizer.load_state_dict(saved.pop("optimizer"))
         scheduler.load_state_dict(saved.pop("scheduler"))
+        if "rng" in saved:  # checkpoints written before it was kept have none
+            set_rng_state(saved["rng"], cfg.device)
         state.update(saved)
         log.warning("Resuming from %s at step %d/%d", ckpt, state["step"], total)
     (cfg.out_dir / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2))
@@ -399,6 +417,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
             state["peak_mb"] = peak_memory_mb(cfg.device, state.get("peak_mb"))
             state["plan_digest"] = digests[state["step"]]
+            state["rng"] = rng_state(cfg.device)
             _save_checkpoint(model, optimizer, scheduler, state, ckpt,
                              clarifier_meta(cfg, state, len(items), total, continued))
     bar.close()

@@ -116,3 +116,39 @@ def test_train_continues_an_existing_adapter(tmp_path: Path) -> None:
     assert meta["training"]["continued_from"] == shipped["training"]
     resumed_weights = load_file(resumed / "adapter_model.safetensors")
     assert {k: v.shape for k, v in resumed_weights.items()} == {k: v.shape for k, v in before.items()}
+
+
+def test_a_run_stopped_after_a_checkpoint_resumes_to_the_same_adapter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped after its first checkpoint and started again, a run writes the adapter the
+    uninterrupted run writes, bit for bit: same batches, same optimizer and schedule, and the same
+    LoRA dropout masks (the random state is restored from the checkpoint)."""
+    import torch
+    from safetensors.torch import load_file
+
+    import askbetter.clarifier.train as training
+    from askbetter.clarifier.data_build import build_dataset
+
+    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False)
+
+    def config(run: str) -> training.TrainConfig:
+        return training.TrainConfig(
+            data_dir=tmp_path / "data", out_dir=tmp_path / run, max_examples=6, dev_examples=0,
+            max_input_tokens=64, batch_tokens=256, max_batch_size=2, checkpoint_every=1,
+            max_steps=3, lora_dropout=0.5, threads=1)
+
+    whole = load_file(training.train(config("whole")) / "adapter_model.safetensors")
+
+    save = training._save_checkpoint
+
+    def save_then_stop(*args, **kwargs) -> None:
+        save(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "_save_checkpoint", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        training.train(config("stopped"))
+    monkeypatch.undo()
+    resumed = load_file(training.train(config("stopped")) / "adapter_model.safetensors")
+    assert all(torch.equal(whole[k], resumed[k]) for k in whole)

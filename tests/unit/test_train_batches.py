@@ -16,6 +16,8 @@ from askbetter.clarifier.train import (
     pair_margin_loss,
     peak_memory_mb,
     plan_digests,
+    rng_state,
+    set_rng_state,
     weighted_loss,
 )
 from example_factory import example
@@ -186,3 +188,10 @@ def test_a_checkpoint_resumes_only_the_batches_it_trained_on(tmp_path) -> None:
     check_resumable({"step": 2}, done, tmp_path)  # written before digests were recorded
     with pytest.raises(CheckpointMismatch, match="other training batches"):
         check_resumable({"step": 2, "plan_digest": others[0]}, done, tmp_path)
+
+
+def test_the_random_state_a_checkpoint_keeps_draws_the_same_dropout_masks_again() -> None:
+    saved = rng_state("cpu")
+    mask = torch.nn.functional.dropout(torch.ones(64), 0.5)
+    set_rng_state(saved, "cpu")
+    assert torch.equal(torch.nn.functional.dropout(torch.ones(64), 0.5), mask)

@@ -260,17 +260,32 @@ def clarifier_meta(cfg: TrainConfig, state: dict, n_train: int, planned_steps: i
 def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path, meta: dict) -> None:
     """Write the checkpoint whole or not at all (into a temporary folder, then renamed); with its
     clarifier config beside the adapter, so that `askbetter calibrate --adapter RUN/checkpoint`
-    and the graph load it with the prompt it was trained on."""
+    and the graph load it with the prompt it was trained on. The one it replaces is moved aside
+    before the new one moves in, so that a kill between the two renames leaves both whole
+    (`_recover_checkpoint` takes the new one)."""
     from askbetter.clarifier.local import write_adapter_config
 
-    tmp = ckpt.with_name(ckpt.name + ".tmp")
+    tmp, old = ckpt.with_name(ckpt.name + ".tmp"), ckpt.with_name(ckpt.name + ".old")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, save_embedding_layers=False)  # see finish
     write_adapter_config(tmp, meta)
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 **state}, tmp / "trainer_state.pt")
-    shutil.rmtree(ckpt, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
+    if ckpt.exists():
+        ckpt.rename(old)
     tmp.rename(ckpt)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _recover_checkpoint(ckpt: Path) -> None:
+    """Put back the checkpoint of a run killed between `_save_checkpoint`'s two renames: the
+    replaced one is aside (`.old`) and the new one, whole (it moves only once written), is still
+    the temporary folder."""
+    tmp, old = ckpt.with_name(ckpt.name + ".tmp"), ckpt.with_name(ckpt.name + ".old")
+    if not ckpt.exists() and old.is_dir() and tmp.is_dir():
+        tmp.rename(ckpt)
+        shutil.rmtree(old)
 
 
 def peak_memory_mb(device: str, earlier: dict[str, int] | None = None) -> dict[str, int]:
@@ -334,6 +349,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     model, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)
     use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
     ckpt = cfg.out_dir / "checkpoint"
+    _recover_checkpoint(ckpt)
     resuming = (ckpt / "trainer_state.pt").is_file()
     # the LoRA shape comes from the continued adapter, else from cfg; the weights from the
     # checkpoint when resuming, else from the continued adapter, else a fresh LoRA

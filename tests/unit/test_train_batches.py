@@ -195,3 +195,40 @@ def test_the_random_state_a_checkpoint_keeps_draws_the_same_dropout_masks_again(
     mask = torch.nn.functional.dropout(torch.ones(64), 0.5)
     set_rng_state(saved, "cpu")
     assert torch.equal(torch.nn.functional.dropout(torch.ones(64), 0.5), mask)
+
+
+class _Saves:
+    """The model, optimizer and scheduler of `_save_checkpoint`, as far as it uses them."""
+
+    def save_pretrained(self, folder, save_embedding_layers: bool) -> None:
+        folder.mkdir(parents=True)
+        (folder / "adapter_model.safetensors").write_text("weights")
+
+    def state_dict(self) -> dict:
+        return {}
+
+
+def test_a_kill_while_a_checkpoint_is_replaced_leaves_a_whole_one_to_resume(tmp_path, monkeypatch) -> None:
+    from pathlib import Path
+
+    from askbetter.clarifier.train import _recover_checkpoint, _save_checkpoint
+
+    ckpt, saves = tmp_path / "checkpoint", _Saves()
+    _save_checkpoint(saves, saves, saves, {"step": 1}, ckpt, {})
+    rename = Path.rename
+
+    def killed_before_the_new_one_moves_in(self, target):
+        if self.name == "checkpoint.tmp":
+            raise KeyboardInterrupt
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", killed_before_the_new_one_moves_in)
+    with pytest.raises(KeyboardInterrupt):
+        _save_checkpoint(saves, saves, saves, {"step": 2}, ckpt, {})
+    monkeypatch.undo()
+    _recover_checkpoint(ckpt)
+    assert torch.load(ckpt / "trainer_state.pt")["step"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
+    _save_checkpoint(saves, saves, saves, {"step": 3}, ckpt, {})  # and the next one replaces it
+    assert torch.load(ckpt / "trainer_state.pt")["step"] == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]

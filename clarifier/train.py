@@ -231,6 +231,26 @@ class CheckpointMismatch(ValueError):
     """A checkpoint that a run with these data and options cannot continue."""
 
 
+# the options a resumed run may change: where the files are, how long it runs, where and how
+# fast; not what or how it trains
+RESUMABLE_CHANGES = frozenset({"data_dir", "out_dir", "epochs", "max_steps", "checkpoint_every",
+                               "threads", "device", "dev_examples"})
+
+
+def check_same_options(trained: dict, cfg: TrainConfig, ckpt: Path) -> None:
+    """Raise CheckpointMismatch naming the options, other than `RESUMABLE_CHANGES`, whose values
+    in `cfg` differ from `trained`, the config the checkpoint's steps ran with (`to_json`'s form;
+    a field it lacks, from before the field existed, is not compared)."""
+    now = cfg.to_json()
+    changed = [f"--{name.replace('_', '-')} {trained[name]} now {now[name]}"
+               for name in now if name not in RESUMABLE_CHANGES and name in trained
+               and trained[name] != now[name]]
+    if changed:
+        raise CheckpointMismatch(
+            f"{ckpt} was trained with other options ({'; '.join(changed)}); resume with the same "
+            f"ones, train into a new --out-dir, or continue its weights there with --init-adapter {ckpt}")
+
+
 def check_resumable(saved: dict, done: str, ckpt: Path) -> None:
     """Raise CheckpointMismatch when the checkpoint's steps trained on other batches than the first
     `saved["step"]` of this run's plan (`done`, from `plan_digests`): other data, sample or seed.
@@ -344,13 +364,15 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     init = resolve_adapter(cfg.init_adapter)
     continued = adapter_config(init).get("training")  # read once; written with every checkpoint
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    ckpt = cfg.out_dir / "checkpoint"
+    _recover_checkpoint(ckpt)
+    resuming = (ckpt / "trainer_state.pt").is_file()
+    if resuming:
+        check_same_options(adapter_config(ckpt).get("training", {}).get("config", {}), cfg, ckpt)
 
     base = cfg.base_model or settings.base_model
     model, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)
     use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
-    ckpt = cfg.out_dir / "checkpoint"
-    _recover_checkpoint(ckpt)
-    resuming = (ckpt / "trainer_state.pt").is_file()
     # the LoRA shape comes from the continued adapter, else from cfg; the weights from the
     # checkpoint when resuming, else from the continued adapter, else a fresh LoRA
     lora = LoraConfig.from_pretrained(str(init)) if init else LoraConfig(

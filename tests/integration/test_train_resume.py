@@ -60,8 +60,8 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path,
 def test_train_refuses_to_resume_a_checkpoint_of_other_batches(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Resuming with another seed would continue the checkpoint on another sample: the CLI says so
-    and leaves the run folder as it was."""
+    """Resuming with another seed, or on another train.jsonl, would continue the checkpoint on
+    another sample: the CLI says so and leaves the run folder as it was."""
     from askbetter.cli import main
     from askbetter.clarifier.data_build import build_dataset
 
@@ -75,8 +75,15 @@ def test_train_refuses_to_resume_a_checkpoint_of_other_batches(
     kept = {f: (run / f).read_bytes() for f in ("train_config.json", "train_log.jsonl",
                                                 "checkpoint/trainer_state.pt")}
     assert main([*options, "--seed", "14"]) == 1
+    assert "--seed 13 now 14" in capsys.readouterr().err
+    assert {f: (run / f).read_bytes() for f in kept} == kept
+    train_file = tmp_path / "data" / "train.jsonl"
+    lines = train_file.read_text().splitlines(keepends=True)
+    train_file.write_text("".join(lines[1::2]))  # other data, the same options
+    assert main(options) == 1
     assert "other training batches" in capsys.readouterr().err
     assert {f: (run / f).read_bytes() for f in kept} == kept
+    train_file.write_text("".join(lines))
     assert main(options) == 0  # the same options still resume
 
 

@@ -177,3 +177,34 @@ def test_python_m_askbetter_cli_reports_user_errors_in_one_line(tmp_path: Path, 
         runpy.run_module("askbetter.cli", run_name="__main__")
     assert exited.value.code == 1
     assert capsys.readouterr().err == "askbetter: error: --markdown writes the --baselines table: add --baselines\n"
+
+
+def test_train_refuses_a_checkpoint_of_other_options_before_the_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resumed with another --lr, a run would train on at the checkpoint's rate (the scheduler
+    keeps it) while its record says the new one: refused in one line, the run folder kept."""
+    import askbetter.clarifier.assets as assets
+    from example_factory import example
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model loaded")
+
+    monkeypatch.setattr(assets, "load_base", no_model)
+    data, run = tmp_path / "data", tmp_path / "run"
+    data.mkdir()
+    for split in ("train", "dev"):
+        (data / f"{split}.jsonl").write_text(json.dumps(example(1, "pre", None, "clear")) + "\n")
+    trained = TrainConfig(data_dir=data, out_dir=run, lr=3e-4, epochs=1, threads=2).to_json()
+    (run / "checkpoint").mkdir(parents=True)
+    (run / "checkpoint" / "trainer_state.pt").write_bytes(b"state")
+    (run / "checkpoint" / "askbetter_clarifier.json").write_text(json.dumps({"training": {"config": trained}}))
+    kept = sorted(run.rglob("*"))
+    argv = ["train", "--data-dir", str(data), "--out-dir", str(run), "--epochs", "2"]
+    assert main([*argv, "--lr", "0.001", "--lora-r", "8"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--lr 0.0003 now 0.001; --lora-r 16 now 8" in err
+    assert "--epochs" not in err and "--threads" not in err  # a longer or faster run may resume
+    assert sorted(run.rglob("*")) == kept
+    with pytest.raises(AssertionError, match="the model loaded"):
+        main([*argv, "--threads", "1"])  # the same options go on to load the model

@@ -251,10 +251,17 @@ def check_same_options(trained: dict, cfg: TrainConfig, ckpt: Path) -> None:
             f"ones, train into a new --out-dir, or continue its weights there with --init-adapter {ckpt}")
 
 
-def check_resumable(saved: dict, done: str, ckpt: Path) -> None:
+def check_resumable(saved: dict, digests: list[str], ckpt: Path) -> None:
     """Raise CheckpointMismatch when the checkpoint's steps trained on other batches than the first
-    `saved["step"]` of this run's plan (`done`, from `plan_digests`): other data, sample or seed.
-    Checkpoints written before the digest was recorded are taken as they are."""
+    `saved["step"]` of this run's plan (whose `plan_digests` are `digests`): other data, sample or
+    seed; or when it is past the plan's end. Checkpoints written before the digest was recorded
+    are taken as they are."""
+    if saved["step"] >= len(digests):
+        raise CheckpointMismatch(
+            f"{ckpt} is at step {saved['step']}, past the {len(digests) - 1} steps of this run "
+            f"(fewer --epochs, or a smaller train.jsonl); resume with the same data and options, "
+            f"or train into a new --out-dir")
+    done = digests[saved["step"]]
     if saved.get("plan_digest", done) != done:
         raise CheckpointMismatch(
             f"{ckpt} was written by a run on other training batches (train.jsonl, --max-examples, "
@@ -408,7 +415,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     state = {"step": 0, "tokens": 0, "seconds": 0.0, "loss_ema": None}
     if resuming:
         saved = torch.load(ckpt / "trainer_state.pt", weights_only=False)
-        check_resumable(saved, digests[saved["step"]], ckpt)
+        check_resumable(saved, digests, ckpt)
         optimizer.load_state_dict(saved.pop("optimizer"))
         scheduler.load_state_dict(saved.pop("scheduler"))
         if "rng" in saved:  # checkpoints written before it was kept have none

@@ -184,10 +184,13 @@ def test_a_checkpoint_resumes_only_the_batches_it_trained_on(tmp_path) -> None:
     others = [plan_digests(plan, examples)[2]
               for plan in ([[1, 0], [2]], [[0, 1], [3]], [[0], [1, 2]])]
     assert done not in others and len(set(others + digests)) == 6
-    check_resumable({"step": 2, "plan_digest": done}, done, tmp_path)
-    check_resumable({"step": 2}, done, tmp_path)  # written before digests were recorded
+    check_resumable({"step": 2, "plan_digest": done}, digests, tmp_path)
+    check_resumable({"step": 2}, digests, tmp_path)  # written before digests were recorded
     with pytest.raises(CheckpointMismatch, match="other training batches"):
-        check_resumable({"step": 2, "plan_digest": others[0]}, done, tmp_path)
+        check_resumable({"step": 2, "plan_digest": others[0]}, digests, tmp_path)
+    # a checkpoint past the end of this plan (a run of fewer --epochs) is no IndexError
+    with pytest.raises(CheckpointMismatch, match="at step 3, past the 2 steps of this run"):
+        check_resumable({"step": 3, "plan_digest": others[0]}, digests, tmp_path)
 
 
 def test_the_random_state_a_checkpoint_keeps_draws_the_same_dropout_masks_again() -> None:

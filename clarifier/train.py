@@ -18,7 +18,7 @@ import random
 import resource
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -92,6 +92,10 @@ class TrainConfig:
     init_adapter: str = ""
 
     def __post_init__(self) -> None:
+        for f in fields(self):  # an infinite lr or weight trains the adapter to NaN
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{f.name} must be a finite number, not {value}")
         for name, low in _AT_LEAST.items():
             if not getattr(self, name) >= low:  # also catches NaN
                 raise ValueError(f"{name} must be {low} or more, not {getattr(self, name)}")

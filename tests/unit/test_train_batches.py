@@ -235,3 +235,9 @@ def test_a_kill_while_a_checkpoint_is_replaced_leaves_a_whole_one_to_resume(tmp_
     _save_checkpoint(saves, saves, saves, {"step": 3}, ckpt, {})  # and the next one replaces it
     assert torch.load(ckpt / "trainer_state.pt")["step"] == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
+
+
+@pytest.mark.parametrize("name", ["lr", "first_token_weight", "stratum_power", "pair_margin_weight"])
+def test_an_infinite_option_value_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match=f"{name} must be a finite number, not inf"):
+        TrainConfig(**{name: float("inf")})

@@ -20,8 +20,8 @@ two referents, `source_followups` its follow-ups that their dialog settles over 
    their `post` example shows, asked as it is, alone and over those very passages (hard
    negatives: `source_ambignq.convert_disambiguated`; last, so that every other example stays);
 6. splits 80/10/10 by a hash of the group id and the seed, so a conversation, story, dialogue,
-   rule or question lies in one split only, and shuffles each file deterministically (a prefix of
-   a file is a representative sample).
+   rule page or question lies in one split only, and shuffles each file deterministically (a
+   prefix of a file is a representative sample).
 Every choice is a hash of the seed and an id, so the same raw data and seed give the same files.
 """
 

@@ -4,8 +4,8 @@ One place builds and validates examples, caps histories and documents, reads raw
 errors, and derives deterministic randomness, so each converter only maps its dataset's structure.
 A converter is ``convert(raw_dir, seed=13) -> Iterator[Converted]``, where ``raw_dir`` is the raw
 data folder holding one sub-folder per dataset and each item is ``(group_id, example)``: the group
-is the conversation, story, dialogue, rule or question the example comes from, and the split keeps
-a group together.
+is the conversation, story, dialogue, rule page or question the example comes from, and the split
+keeps a group together.
 """
 
 from __future__ import annotations

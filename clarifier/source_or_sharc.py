@@ -7,19 +7,25 @@ answer is a negative: a hard negative (kind (c)) when the history already holds 
 questions and their answers, i.e. the missing facts have been supplied, otherwise clear.
 
 `post` only: the question to ask depends on the rule text, so without documents it cannot be
-told. Documents are the gold rule snippet and `N_DISTRACTORS` other snippets, in an order drawn
-from the seed. A capped history keeps the opening scenario and question. Grouped by gold
-snippet (stricter than the rule tree: several trees share a rule).
+told. Documents are the gold rule snippet and `N_DISTRACTORS` other snippets of the same split (as
+many as it has, in a small slice of the data), in an order drawn from the seed. A capped history
+keeps the opening scenario and question. Grouped by web page (`source_url`), not by snippet or
+rule tree: a page's snippets share their wording, and the same question is asked of several of
+them, so a snippet's examples in one split would be near copies of its page's in another. A rule
+text is shown in one split only: a gold snippet lies in its page's split, one that is no
+example's gold in a split of its own.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from askbetter.clarifier.source_common import (
     Converted,
+    RawDataError,
     assistant,
     document,
     field,
@@ -28,6 +34,7 @@ from askbetter.clarifier.source_common import (
     make_example,
     require_file,
     rng_for,
+    split_of,
     user,
 )
 from askbetter.clarifier.types import Message
@@ -41,35 +48,63 @@ FINAL_ANSWERS = ("yes", "no", "irrelevant")
 
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
-    """Yield (rule group, example) for every utterance of the dev and test files."""
+    """Yield (page group, example) for every utterance of the dev and test files."""
     folder = raw_dir / FOLDERS[0]
     snippets: dict[str, str] = load_json(require_file(folder, SNIPPETS))
-    snippet_ids = sorted(snippets)
-    for name in FILES:
-        path = require_file(folder, name)
-        for lineno, record in enumerate(load_jsonl(path), 1):
-            where = f"{path}:{lineno}"
-            gold = str(field(record, "gold_snippet_id", where))
-            if gold not in snippets:
-                raise ValueError(f"{where}: gold snippet {gold!r} is not in {SNIPPETS}")
-            uid = field(record, "utterance_id", where)
-            rng = rng_for(seed, SOURCE, uid)
-            others = rng.sample([s for s in snippet_ids if s != gold], N_DISTRACTORS)
-            chosen = [gold, *others]
-            rng.shuffle(chosen)
-            docs = [document(f"rule-{s}", snippets[s]) for s in chosen]
-            answer = str(field(record, "answer", where)).strip()
-            history = field(record, "history", where)
-            if answer.lower() not in FINAL_ANSWERS:
-                clarification, kind = answer, "missing-fact"
-            else:
-                clarification, kind = None, "hard-negative" if history else "clear"
-            messages = _messages(record, where)
-            example = make_example(
-                f"{SOURCE}-{uid}", SOURCE, "post", messages, clarification, kind, docs,
-                keep_opening=True,
-            )  # fmt: skip
-            yield f"{SOURCE}:snippet-{gold}", example
+    records = [
+        (f"{path}:{lineno}", record)
+        for name in FILES
+        for path in [require_file(folder, name)]
+        for lineno, record in enumerate(load_jsonl(path), 1)
+    ]
+    pages = _pages(records, snippets)
+    pools = _snippets_by_split(snippets, pages, seed)
+    for where, record in records:
+        gold = str(record["gold_snippet_id"])
+        uid = field(record, "utterance_id", where)
+        rng = rng_for(seed, SOURCE, uid)
+        candidates = [s for s in pools[split_of(pages[gold], seed)] if s != gold]
+        others = rng.sample(candidates, min(N_DISTRACTORS, len(candidates)))
+        chosen = [gold, *others]
+        rng.shuffle(chosen)
+        docs = [document(f"rule-{s}", snippets[s]) for s in chosen]
+        answer = str(field(record, "answer", where)).strip()
+        history = field(record, "history", where)
+        if answer.lower() not in FINAL_ANSWERS:
+            clarification, kind = answer, "missing-fact"
+        else:
+            clarification, kind = None, "hard-negative" if history else "clear"
+        messages = _messages(record, where)
+        example = make_example(
+            f"{SOURCE}-{uid}", SOURCE, "post", messages, clarification, kind, docs,
+            keep_opening=True,
+        )  # fmt: skip
+        yield pages[gold], example
+
+
+def _pages(records: list[tuple[str, dict[str, Any]]], snippets: dict[str, str]) -> dict[str, str]:
+    """The page group of each gold snippet (a snippet on two pages would tie their splits
+    together, so it is an error)."""
+    pages: dict[str, str] = {}
+    for where, record in records:
+        gold = str(field(record, "gold_snippet_id", where))
+        if gold not in snippets:
+            raise ValueError(f"{where}: gold snippet {gold!r} is not in {SNIPPETS}")
+        page = f"{SOURCE}:url-{field(record, 'source_url', where)}"
+        if pages.setdefault(gold, page) != page:
+            raise RawDataError(f"{where}: gold snippet {gold!r} is on two pages")
+    return pages
+
+
+def _snippets_by_split(
+    snippets: dict[str, str], pages: dict[str, str], seed: int
+) -> dict[str, list[str]]:
+    """Snippet ids by split, the pools of distractors: a gold snippet in its page's split, one
+    that is no example's gold (never a page's, as far as the files tell) by a hash of its id."""
+    pools: dict[str, list[str]] = defaultdict(list)
+    for s in sorted(snippets):
+        pools[split_of(pages.get(s, f"{SOURCE}:snippet-{s}"), seed)].append(s)
+    return pools
 
 
 def _messages(record: dict[str, Any], where: str) -> list[Message]:

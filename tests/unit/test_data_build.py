@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -97,7 +97,7 @@ def built(tmp_path_factory) -> tuple[BuildReport, dict[str, list[Example]]]:
             source_or_sharc,
             {
                 ("or-sharc", "post", "missing-fact", True): 3,
-                ("or-sharc", "post", "hard-negative", False): 2,
+                ("or-sharc", "post", "hard-negative", False): 3,
                 ("or-sharc", "post", "clear", False): 1,
             },
         ),
@@ -201,6 +201,41 @@ def test_hard_negative_c_or_sharc_history_supplies_the_fact():
         assert len(ex["documents"]) == 1 + source_or_sharc.N_DISTRACTORS
     plain = [ex for _, ex in pairs if ex["kind"] == "clear"]
     assert all(len(ex["messages"]) == 1 for ex in plain)
+
+
+def test_or_sharc_groups_by_page_so_the_rules_of_a_page_share_a_split():
+    records = [json.loads(line) for name in source_or_sharc.FILES
+               for line in (RAW / "or-sharc" / name).read_text().splitlines()]  # fmt: skip
+    page_of = {f"or-sharc-{r['utterance_id']}": r["source_url"] for r in records}
+    rules_of = defaultdict(set)
+    for r in records:
+        rules_of[r["source_url"]].add(r["gold_snippet_id"])
+    assert max(len(rules) for rules in rules_of.values()) == 2  # the luxury goods page
+    for seed in (13, 14):
+        splits = defaultdict(set)
+        for group, ex in source_or_sharc.convert(RAW, seed):
+            splits[page_of[ex["id"]]].add(split_of(group, seed))
+        assert all(len(s) == 1 for s in splits.values())
+
+
+def test_or_sharc_shows_each_rule_text_in_one_split_only():
+    for seed in (13, 14):
+        splits = defaultdict(set)
+        for group, ex in source_or_sharc.convert(RAW, seed):
+            for doc in ex["documents"]:
+                splits[doc["text"]].add(split_of(group, seed))
+        assert len(set().union(*splits.values())) > 1
+        assert all(len(s) == 1 for s in splits.values())
+
+
+def test_or_sharc_gold_snippet_on_two_pages_is_an_error(tmp_path):
+    shutil.copytree(RAW / "or-sharc", tmp_path / "or-sharc")
+    path = tmp_path / "or-sharc" / source_or_sharc.FILES[1]
+    record = json.loads(path.read_text().splitlines()[0])
+    record["source_url"] = "https://www.gov.uk/another-page"
+    path.write_text(path.read_text() + json.dumps(record) + "\n")
+    with pytest.raises(RawDataError, match="on two pages"):
+        list(source_or_sharc.convert(tmp_path, 13))
 
 
 def test_hard_negative_d_ambignq_passages_support_one_reading():

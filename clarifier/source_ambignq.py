@@ -12,7 +12,8 @@ passage -> clear. Every post example has two documents, so their number tells no
 question is on a related topic where one exists (`related_distractors`): it shares words with the
 question but neither has the other's rarest word ("who played danny in grease" for "who played
 rizzo in grease"), so that, as with retrieved passages, being on topic does not make a second
-passage a second reading.
+passage a second reading. The other question is one of the same split, so no passage is shown in
+two splits.
 `convert_disambiguated` (the build adds these last, after its caps and crowding): one of an
 ambiguous question's two shown readings asked as it is, alone and over the very passages of the
 vague question's `post` example, as hard negatives (the passages support two readings, but the
@@ -31,6 +32,7 @@ from typing import Any
 from askbetter.clarifier.examples import Example
 from askbetter.clarifier.source_common import (
     Converted,
+    RawDataError,
     clip,
     document,
     field,
@@ -39,6 +41,7 @@ from askbetter.clarifier.source_common import (
     parsed_once,
     require_file,
     rng_for,
+    split_of,
     stable_fraction,
     user,
 )
@@ -80,13 +83,24 @@ def questions_of(raw_dir: Path) -> tuple[Question, ...]:
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (question group, example) for every question of the train and dev files."""
     questions = questions_of(raw_dir)
-    pool = [_passage(*readings[0]) for _, _, readings in questions]
-    related = related_distractors([question for _, question, _ in questions], seed)
+    passages = [_passage(*readings[0]) for _, _, readings in questions]
+    members: dict[str, list[int]] = defaultdict(list)  # the questions of each split
+    for k, (qid, _, _) in enumerate(questions):
+        members[split_of(f"{SOURCE}:{qid}", seed)].append(k)
+    related: dict[int, int | None] = {}
+    for ks in members.values():
+        found = related_distractors([questions[k][1] for k in ks], seed)
+        related |= {k: None if j is None else ks[j] for k, j in zip(ks, found, strict=True)}
+    pools = {split: [passages[k] for k in ks] for split, ks in members.items()}
     for k, (qid, question, readings) in enumerate(questions):
         group = f"{SOURCE}:{qid}"
         rng = rng_for(seed, SOURCE, qid)
-        distractor = pool[related[k]] if related[k] is not None else pool[rng.randrange(len(pool))]
-        while distractor == _passage(*readings[0]):  # never the question's own passage
+        pool, own = pools[split_of(group, seed)], passages[k]
+        if all(p == own for p in pool):  # the draws below would never end
+            raise RawDataError(f"{group}: its split has no other question's passage to set beside "
+                               "its own (too few questions for this seed)")
+        distractor = passages[j] if (j := related[k]) is not None else pool[rng.randrange(len(pool))]
+        while distractor == own:  # never the question's own passage
             distractor = pool[rng.randrange(len(pool))]
         base = f"{SOURCE}-{qid}"
         messages = [user(question)]

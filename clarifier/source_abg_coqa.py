@@ -6,12 +6,14 @@ becomes a clarify example whose reference is the annotated clarification questio
 non-ambiguous one is clear. Hard negatives (kind (a)): the ambiguous turn after the dialog has
 resolved it, i.e. the clarification question and one of the user's answers folded into the
 history, the answer being the judged turn. Every turn is given in both settings: `post` with the
-story as the one document, `pre` without it. Grouped by story.
+story as the one document, `pre` without it. Grouped by story text, not story id: some stories
+come under several ids (`story_groups`), whose examples would otherwise lie in several splits.
 """
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,15 +41,32 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (story group, example) for every judged turn of the val and test files."""
     del seed  # nothing random here
     folder = raw_dir / FOLDERS[0]
-    for name in FILES:
-        path = require_file(folder, name)
-        for record in field(load_json(path), "data", str(path)):
-            yield from _convert_record(record, f"{path} record {record.get('id')!r}")
+    records = [
+        (record, f"{path} record {record.get('id')!r}")
+        for name in FILES
+        for path in [require_file(folder, name)]
+        for record in field(load_json(path), "data", str(path))
+    ]
+    groups = story_groups(records)
+    for record, where in records:
+        yield from _convert_record(record, where, groups)
 
 
-def _convert_record(record: dict[str, Any], where: str) -> Iterator[Converted]:
+def story_groups(records: list[tuple[dict[str, Any], str]]) -> dict[str, str]:
+    """Per story id, its group: the smallest id among the stories with the same text (whitespace
+    aside; for most, their own id), so that one story under several ids lies in one split."""
+    ids: dict[str, set[str]] = defaultdict(set)
+    for record, where in records:
+        story_id = str(field(record, "id", where)).split("|")[0]
+        ids[" ".join(str(field(record, "story", where)).split())].add(story_id)
+    return {story_id: f"{SOURCE}:{min(same)}" for same in ids.values() for story_id in same}
+
+
+def _convert_record(
+    record: dict[str, Any], where: str, groups: dict[str, str]
+) -> Iterator[Converted]:
     story_id, turn_no, n_history = str(field(record, "id", where)).split("|")
-    group = f"{SOURCE}:{story_id}"
+    group = groups[story_id]
     base = f"{SOURCE}-{story_id}-{turn_no}-h{n_history}"
     docs = [document("story", field(record, "story", where))]
     history = [

@@ -76,7 +76,7 @@ def built(tmp_path_factory) -> tuple[BuildReport, dict[str, list[Example]]]:
                 for setting in ("pre", "post")
                 for kind, label, n in (
                     ("ambiguous", True, 3),
-                    ("clear", False, 4),
+                    ("clear", False, 6),
                     ("hard-negative", False, 5),  # 1 + 2 + 2 resolving replies (a bare "No" is not)
                 )
             },
@@ -177,6 +177,16 @@ def test_hard_negative_a_clarification_answered_in_the_history():
         assert ex["clarification"] is None
         assert ex["messages"][-2]["role"] == "assistant"
         assert ex["messages"][-2]["content"] in questions
+
+
+def test_abg_coqa_story_under_two_ids_lies_in_one_split():
+    # the fixture's last two val records: one story under two ids that split apart by id
+    a, b = "3eg49x351uc0gnus3lz7752k7xo6x8", "3strjbfxowr0yl6x0fsbslmwv1ukts"
+    assert split_of(f"abg-coqa:{a}", 13) != split_of(f"abg-coqa:{b}", 13)
+    groups = {ex["id"].removeprefix("abg-coqa-").split("-")[0]: g
+              for g, ex in converted(source_abg_coqa)}  # fmt: skip
+    assert groups[a] == groups[b] == f"abg-coqa:{a}"  # the smallest of the ids
+    assert all(g == f"abg-coqa:{story}" for story, g in groups.items() if story != b)
 
 
 def test_hard_negative_b_pacific_disambiguated_question():

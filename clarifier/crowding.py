@@ -48,9 +48,10 @@ _SENTENCE_START = re.compile(r"(?<=[.!?])\s+(?=\S)")
 def passage_pools(raw_dir: Path, seed: int) -> dict[str, list[Document]]:
     """CANARD's dialog passages by split (empty without CANARD)."""
     pairs = [p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset == "canard"]
+    split_groups = {p.group: p.split_group for p in pairs}
     pools: dict[str, list[Document]] = defaultdict(list)
     for group, passage in sorted(dialog_passages(pairs, seed).items()):
-        pools[split_of(f"canard:{group}", seed)].append(passage)
+        pools[split_of(split_groups[group], seed)].append(passage)
     return pools
 
 

@@ -19,9 +19,10 @@ two referents, `source_followups` its follow-ups that their dialog settles over 
 5. adds, for a share of the AmbigNQ questions the caps kept ambiguous, one of the two readings
    their `post` example shows, asked as it is, alone and over those very passages (hard
    negatives: `source_ambignq.convert_disambiguated`; last, so that every other example stays);
-6. splits 80/10/10 by a hash of the group id and the seed, so a conversation, story, dialogue,
-   rule page or question lies in one split only, and shuffles each file deterministically (a
-   prefix of a file is a representative sample).
+6. splits 80/10/10 by a hash of the group id and the seed, so a conversation (for CANARD, the
+   dialogs over one Wikipedia section), story, dialogue, rule page or question lies in one split
+   only, and shuffles each file deterministically (a prefix of a file is a representative
+   sample).
 Every choice is a hash of the seed and an id, so the same raw data and seed give the same files.
 """
 

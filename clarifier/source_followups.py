@@ -11,7 +11,7 @@ For a `SHARE` of CANARD's questions whose history holds every word the rewrite a
 (`source_rewrites.resolved_by_history`, the `pre` hard negatives of kind (e)), the same history
 and question come with two passages (`source_referents.dialog_passages`): the dialog's own and
 another dialog's of the same split that names none of those words, in hashed order. Clear, kind
-`hard-negative`, grouped by dialog.
+`hard-negative`, grouped by section (`RewritePair.split_group`).
 
 For a further `CHUNKED_SHARE` of them (`CHUNKED_SUFFIX`), the passages are `CHUNKS_MIN` to
 `CHUNKS_MAX` windows of the dialog's own passage (`crowding.window`, at spread-out sentences) and
@@ -55,14 +55,15 @@ OTHER_TRIES = 20
 
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
-    """Yield (CANARD dialog group, example): for a `SHARE` of the questions their history
+    """Yield (CANARD section group, example): for a `SHARE` of the questions their history
     resolves, the history and question over their dialog's passage and another's; for a further
     `CHUNKED_SHARE`, over windows of their dialog's passage and another's (`among_chunks`)."""
     pairs = [p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset == "canard"]
     passages = dialog_passages(pairs, seed)
+    split_groups = {p.group: p.split_group for p in pairs}
     by_split: dict[str, list[tuple[str, Document]]] = defaultdict(list)
     for group, passage in passages.items():
-        by_split[split_of(f"canard:{group}", seed)].append((group, passage))
+        by_split[split_of(split_groups[group], seed)].append((group, passage))
     for p in pairs:
         history = p.history[-MAX_HISTORY_MESSAGES:]
         base = f"canard-{p.group}-{p.turn_id}"
@@ -70,7 +71,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         if (p.group not in passages or draw >= SHARE + CHUNKED_SHARE
                 or not source_rewrites.resolved_by_history(p.question, p.rewrite, history)):
             continue
-        group = f"canard:{p.group}"
+        group = p.split_group
         added = source_rewrites.added_words(p.question, p.rewrite)
         other = other_passage(by_split[split_of(group, seed)], p.group, added, base, seed)
         if other is None:

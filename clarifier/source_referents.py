@@ -20,7 +20,8 @@ text's first line, as in documents retrieved from web pages. Then, per question:
   conversation settles it. (Session 11 dropped the twin that set the question alone beside a
   passage about someone of the other gender: its only cue, a name's gender, stayed near 40%.)
 
-Grouped by dialog, both passages from dialogs of the example's split.
+Grouped by section (`RewritePair.split_group`), both passages from dialogs of the example's
+split.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class Referent:
 
 
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
-    """Yield (CANARD dialog group, example): for a `SHARE` of the questions with a named
+    """Yield (CANARD section group, example): for a `SHARE` of the questions with a named
     referent, an ambiguous `post` example over two referents' passages (after another dialog, with
     its clear twin naming the referent) and, when its own dialog names the referent, a hard
     negative."""
@@ -187,7 +188,7 @@ def _referent(pair: RewritePair, passages: dict[str, Document]) -> Referent | No
     name = referent_name(pair.question, pair.rewrite, pronoun)
     if name is None:
         return None
-    referent = Referent(pair, f"canard:{pair.group}", pronoun, name, passage)
+    referent = Referent(pair, pair.split_group, pronoun, name, passage)
     return referent if content_words(name) <= referent.passage_words else None
 
 

@@ -10,7 +10,8 @@ specific standalone question needs no clarification (the counterweight to AmbigN
 ambiguous questions); alone, or for a `STANDALONE_AFTER_DIALOG_SHARE` after another
 conversation's history (`other_dialog`), since a self-contained question stays clear after a
 change of subject. TREC CAsT gives only the user's side of the dialog; its histories are user
-turns alone. Grouped by dialog (CANARD) or topic (CAsT, iKAT).
+turns alone. Grouped by topic (CAsT, iKAT) or, for CANARD, by the Wikipedia section its dialog
+reads (`RewritePair.split_group`).
 
 `convert_unresolved` gives the other side of the hard negatives: a question whose pronoun the
 rewrite resolves, asked with no history, or after another conversation's history (a topic shift)
@@ -100,6 +101,14 @@ class RewritePair:
     rewrite: str
     title: str = ""  # CANARD: the Wikipedia article and section the dialog reads
     answer: str = ""  # TREC iKAT: the assistant's response to this question
+    section: str = ""  # CANARD: the smallest id of the dialogs that read the same section
+
+    @property
+    def split_group(self) -> str:
+        """The group whose split the pair's examples take: its dialog or topic, but for CANARD
+        that of the dialogs over its Wikipedia section (QuAC has several over some sections, whose
+        answers, spans of one text, would otherwise lie in two splits)."""
+        return f"{self.dataset}:{self.section or self.group}"
 
 
 @parsed_once(*FOLDERS)  # seven converters read them
@@ -125,7 +134,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         history = pair.history[-MAX_HISTORY_MESSAGES:]
         if not resolved_by_history(pair.question, pair.rewrite, history):
             continue
-        base, group = f"{pair.dataset}-{pair.group}-{pair.turn_id}", f"{pair.dataset}:{pair.group}"
+        base, group = f"{pair.dataset}-{pair.group}-{pair.turn_id}", pair.split_group
         messages = [*history, user(pair.question)]
         yield group, make_example(base, pair.dataset, "pre", messages, None, "hard-negative")
         before = None
@@ -147,7 +156,7 @@ def convert_unresolved(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         pronoun = unresolved_pronoun(pair.question, pair.rewrite)
         if pronoun is None:
             continue
-        base, group = f"{pair.dataset}-{pair.group}-{pair.turn_id}", f"{pair.dataset}:{pair.group}"
+        base, group = f"{pair.dataset}-{pair.group}-{pair.turn_id}", pair.split_group
         ask = clarifying_question(pronoun)
         same_class, _ = pronoun_class(pronoun)
         # a history that names the referent, or holds a pronoun of the same class (which a
@@ -180,7 +189,7 @@ def donor_histories(pairs: Iterable[RewritePair], seed: int) -> Donors:
     every: dict[str, list[Donor]] = defaultdict(list)
     for pair in pairs:
         if pair.history:
-            group = f"{pair.dataset}:{pair.group}"
+            group = pair.split_group
             every[split_of(group, seed)].append((group, pair.history[-MAX_HISTORY_MESSAGES:]))
     return Donors(dict(every))
 
@@ -251,8 +260,13 @@ def _words(history: list[Message]) -> set[str]:
 
 def _canard(folder: Path) -> Iterator[RewritePair]:
     path = require_file(folder, "dev.json")
-    for i, record in enumerate(load_json(path)):
-        where = f"{path} record {i}"
+    records = [(record, f"{path} record {i}") for i, record in enumerate(load_json(path))]
+    titles = [": ".join(field(record, "History", where)[:2]) for record, where in records]
+    sections: dict[str, str] = {}  # per title, the smallest id of the dialogs over it
+    for (record, where), title in zip(records, titles, strict=True):
+        dialog = field(record, "QuAC_dialog_id", where)
+        sections[title] = min(sections.get(title, dialog), dialog)
+    for (record, where), title in zip(records, titles, strict=True):
         past = field(record, "History", where)[2:]  # the first two are article and section titles
         history = [m for q, a in zip(past[::2], past[1::2], strict=False) for m in exchange(q, a)]
         yield RewritePair(
@@ -262,7 +276,8 @@ def _canard(folder: Path) -> Iterator[RewritePair]:
             history,
             field(record, "Question", where),
             field(record, "Rewrite", where),
-            ": ".join(field(record, "History", where)[:2]),
+            title,
+            section=sections[title],
         )
 
 

@@ -14,8 +14,10 @@ from askbetter.clarifier import (
     crowding,
     source_abg_coqa,
     source_ambignq,
+    source_followups,
     source_or_sharc,
     source_pacific,
+    source_referents,
     source_rewrites,
     source_topic_shift,
 )
@@ -341,7 +343,7 @@ def test_other_dialog_draws_a_share_of_histories_with_a_long_answer(monkeypatch)
 
 def test_rewrite_pairs_keep_the_rewrites_for_a_rewrite_feature():
     pairs = list(source_rewrites.rewrite_pairs(RAW))
-    assert Counter(p.dataset for p in pairs) == {"canard": 11, "trec-cast": 16, "trec-ikat": 8}
+    assert Counter(p.dataset for p in pairs) == {"canard": 13, "trec-cast": 16, "trec-ikat": 8}
     assert all(p.rewrite and p.question for p in pairs)
     assert any(p.rewrite != p.question for p in pairs)
 
@@ -370,7 +372,7 @@ def test_unresolved_pronouns_ask_alone_and_after_another_dialog():
         assert ex["clarification"] == source_rewrites.clarifying_question(pronoun)
         assert f'"{pronoun}"' in ex["clarification"]
         assert ex["messages"][-1]["content"] == pair.question.strip()
-        assert group == f"{pair.dataset}:{pair.group}"
+        assert group == pair.split_group
         if ex["id"].endswith("-alone"):
             assert len(ex["messages"]) == 1
             continue
@@ -396,6 +398,30 @@ def test_unresolved_questions_borrow_histories_from_their_own_split_only(monkeyp
     for group, ex in made:
         donor = "canard:g" + ex["messages"][0]["content"].removeprefix("Tell me about topic").rstrip(".")
         assert donor != group and split_of(donor, 13) == split_of(group, 13)
+
+
+ZAPPA = ("C_2d211835213b45588ad5ca868ce7fabd_0", "C_7095dbf0f47d47369d314826fc2cd36a_0")
+
+
+def test_canard_dialogs_over_one_section_lie_in_one_split_with_their_passages():
+    seed = 1  # splits the fixture's two dialogs over "Frank Zappa: Disbandment" apart by id
+    assert split_of(f"canard:{ZAPPA[0]}", seed) != split_of(f"canard:{ZAPPA[1]}", seed)
+    pairs = [p for p in source_rewrites.rewrite_pairs(RAW) if p.group in ZAPPA]
+    assert {p.group for p in pairs} == set(ZAPPA)
+    assert {p.split_group for p in pairs} == {f"canard:{min(ZAPPA)}"}
+    split = split_of(f"canard:{min(ZAPPA)}", seed)
+    made = [*source_rewrites.convert(RAW, seed), *source_rewrites.convert_unresolved(RAW, seed),
+            *source_referents.convert(RAW, seed), *source_followups.convert(RAW, seed)]
+    shown = [(g, ex) for g, ex in made
+             if any(d in ex["id"] or any(d in doc["id"] for doc in ex["documents"])
+                    for d in ZAPPA)]  # fmt: skip
+    assert shown and {split_of(g, seed) for g, _ in shown} == {split}
+    # the passages that crowding sets beside AmbigNQ's questions, and the histories lent
+    pools = crowding.passage_pools(RAW, seed)
+    in_pools = {(s, doc["id"]) for s, docs in pools.items() for doc in docs}
+    assert {(split, f"canard-{d}") for d in ZAPPA} <= in_pools
+    assert not {(s, f"canard-{d}") for s in SPLITS if s != split for d in ZAPPA} & in_pools
+    assert set(source_rewrites.donor_histories(pairs, seed).every) == {split}
 
 
 def test_unresolved_pronoun_is_the_one_the_rewrite_replaces():

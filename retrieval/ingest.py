@@ -105,7 +105,7 @@ def _read(
             continue
         report.skipped.extend(loaded.skipped)
         file = str(path.resolve())
-        if loaded.skipped:
+        if loaded.broken:
             partly_read.add(file)
         chunks = by_file.setdefault(file, {})
         for document in loaded.documents:

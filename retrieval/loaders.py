@@ -15,6 +15,7 @@ from typing import Any, Callable
 from askbetter.text import encodes_as_utf8
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".pdf", ".jsonl")
+EMPTY_TEXT = "empty text"  # why a JSON line with a blank text is skipped
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
@@ -37,6 +38,12 @@ class SourceDocument:
 class Loaded:
     documents: list[SourceDocument] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why) for partial losses
+
+    @property
+    def broken(self) -> bool:
+        """Whether a line could not be read (an empty text is a record emptied on purpose, not a
+        broken one)."""
+        return any(why != EMPTY_TEXT for _, why in self.skipped)
 
 
 def load_file(path: Path) -> Loaded:
@@ -108,7 +115,7 @@ def _load_jsonl(path: Path) -> Loaded:
             loaded.skipped.append((where, 'not an object with a string "text" field'))
             continue
         if not record["text"].strip():
-            loaded.skipped.append((where, "empty text"))
+            loaded.skipped.append((where, EMPTY_TEXT))
             continue
         if not encodes_as_utf8(record):
             loaded.skipped.append((where, "not UTF-8 text (an unpaired surrogate escape such as \\ud800)"))

@@ -5,8 +5,8 @@ are taken in file order, two per (setting, label), among those whose score is at
 from the threshold, so that bf16/fp32 differences across CPUs cannot flip a decision. The examples
 come from the test split less those the shipped adapter trained on (`clarifier/adapter/trained_on.txt`):
 
-    grep -v -F -f clarifier/adapter/trained_on.txt data/test.jsonl > runs/eval/test.unseen.jsonl
-    python scripts/record_adapter_decisions.py runs/eval/test.unseen.jsonl tests/fixtures/adapter_decisions.jsonl
+    make data   # writes data/test.unseen.jsonl
+    python scripts/record_adapter_decisions.py data/test.unseen.jsonl tests/fixtures/adapter_decisions.jsonl
 """
 
 import json

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import random
 import re
-from collections import defaultdict
 from pathlib import Path
 
 from askbetter.clarifier import source_ambignq, source_rewrites
@@ -29,10 +28,9 @@ from askbetter.clarifier.source_common import (
     document,
     make_example,
     rng_for,
-    split_of,
     stable_fraction,
 )
-from askbetter.clarifier.source_referents import dialog_passages
+from askbetter.clarifier.source_referents import dialog_passages, passages_by_split
 from askbetter.clarifier.types import Document
 from askbetter.clarifier.words import content_words
 
@@ -48,11 +46,8 @@ _SENTENCE_START = re.compile(r"(?<=[.!?])\s+(?=\S)")
 def passage_pools(raw_dir: Path, seed: int) -> dict[str, list[Document]]:
     """CANARD's dialog passages by split (empty without CANARD)."""
     pairs = [p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset == "canard"]
-    split_groups = {p.group: p.split_group for p in pairs}
-    pools: dict[str, list[Document]] = defaultdict(list)
-    for group, passage in sorted(dialog_passages(pairs, seed).items()):
-        pools[split_of(split_groups[group], seed)].append(passage)
-    return pools
+    by_split = passages_by_split(dialog_passages(pairs, seed), pairs, seed)
+    return {split: [passage for _, passage in sorted(items)] for split, items in by_split.items()}
 
 
 def crowd(ex: Example, pool: list[Document], seed: int) -> Example:

@@ -23,7 +23,6 @@ limits). Same label and kind.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,7 +38,7 @@ from askbetter.clarifier.source_common import (
     stable_fraction,
     user,
 )
-from askbetter.clarifier.source_referents import dialog_passages, ordered
+from askbetter.clarifier.source_referents import dialog_passages, ordered, passages_by_split
 from askbetter.clarifier.words import content_words
 from askbetter.clarifier.types import Document
 
@@ -60,10 +59,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     `CHUNKED_SHARE`, over windows of their dialog's passage and another's (`among_chunks`)."""
     pairs = [p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset == "canard"]
     passages = dialog_passages(pairs, seed)
-    split_groups = {p.group: p.split_group for p in pairs}
-    by_split: dict[str, list[tuple[str, Document]]] = defaultdict(list)
-    for group, passage in passages.items():
-        by_split[split_of(split_groups[group], seed)].append((group, passage))
+    by_split = passages_by_split(passages, pairs, seed)
     for p in pairs:
         history = p.history[-MAX_HISTORY_MESSAGES:]
         base = f"canard-{p.group}-{p.turn_id}"

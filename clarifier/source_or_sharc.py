@@ -89,7 +89,7 @@ def _pages(records: list[tuple[str, dict[str, Any]]], snippets: dict[str, str]) 
     for where, record in records:
         gold = str(field(record, "gold_snippet_id", where))
         if gold not in snippets:
-            raise ValueError(f"{where}: gold snippet {gold!r} is not in {SNIPPETS}")
+            raise RawDataError(f"{where}: gold snippet {gold!r} is not in {SNIPPETS}")
         page = f"{SOURCE}:url-{field(record, 'source_url', where)}"
         if pages.setdefault(gold, page) != page:
             raise RawDataError(f"{where}: gold snippet {gold!r} is on two pages")

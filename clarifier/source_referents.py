@@ -179,6 +179,17 @@ def dialog_passages(pairs: list[RewritePair], seed: int) -> dict[str, Document]:
     return passages
 
 
+def passages_by_split(passages: dict[str, Document], pairs: list[RewritePair],
+                      seed: int) -> dict[str, list[tuple[str, Document]]]:
+    """`dialog_passages`' (dialog, passage) pairs by split, in its order: a dialog's split is its
+    Wikipedia section's (`RewritePair.split_group`), so no passage is shown in two splits."""
+    split_groups = {p.group: p.split_group for p in pairs}
+    by_split: dict[str, list[tuple[str, Document]]] = defaultdict(list)
+    for group, passage in passages.items():
+        by_split[split_of(split_groups[group], seed)].append((group, passage))
+    return by_split
+
+
 def _referent(pair: RewritePair, passages: dict[str, Document]) -> Referent | None:
     """The question's named referent, when its passage names it and its history resolves it."""
     pronoun = source_rewrites.unresolved_pronoun(pair.question, pair.rewrite)

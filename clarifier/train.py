@@ -263,7 +263,7 @@ def check_resumable(saved: dict, digests: list[str], ckpt: Path) -> None:
     if saved["step"] >= len(digests):
         raise CheckpointMismatch(
             f"{ckpt} is at step {saved['step']}, past the {len(digests) - 1} steps of this run "
-            f"(fewer --epochs, or a smaller train.jsonl); resume with the same data and options, "
+            f"(fewer --epochs or --max-steps, or a smaller train.jsonl); resume with the same data and options, "
             f"or train into a new --out-dir")
     done = digests[saved["step"]]
     if saved.get("plan_digest", done) != done:
@@ -312,11 +312,12 @@ def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path, meta:
 def _recover_checkpoint(ckpt: Path) -> None:
     """Put back the checkpoint of a run killed between `_save_checkpoint`'s two renames: the
     replaced one is aside (`.old`) and the new one, whole (it moves only once written), is still
-    the temporary folder."""
+    the temporary folder. A run killed after the second rename left only the replaced one aside."""
     tmp, old = ckpt.with_name(ckpt.name + ".tmp"), ckpt.with_name(ckpt.name + ".old")
     if not ckpt.exists() and old.is_dir() and tmp.is_dir():
         tmp.rename(ckpt)
-        shutil.rmtree(old)
+    if ckpt.exists():
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def peak_memory_mb(device: str, earlier: dict[str, int] | None = None) -> dict[str, int]:

@@ -236,6 +236,11 @@ def test_a_kill_while_a_checkpoint_is_replaced_leaves_a_whole_one_to_resume(tmp_
     assert torch.load(ckpt / "trainer_state.pt")["step"] == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
 
+    (tmp_path / "checkpoint.old").mkdir()  # killed after the second rename: the old one left aside
+    _recover_checkpoint(ckpt)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
+    assert torch.load(ckpt / "trainer_state.pt")["step"] == 3
+
 
 @pytest.mark.parametrize("name", ["lr", "first_token_weight", "stratum_power", "pair_margin_weight"])
 def test_an_infinite_option_value_is_refused(name: str) -> None:

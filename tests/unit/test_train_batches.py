@@ -194,6 +194,8 @@ def test_a_checkpoint_resumes_only_the_batches_it_trained_on(tmp_path) -> None:
 
 
 def test_the_random_state_a_checkpoint_keeps_draws_the_same_dropout_masks_again() -> None:
+    """The helpers' round trip; that a resumed run trains exactly as an unbroken one is
+    tests/integration/test_train_resume.py's bit-for-bit comparison."""
     saved = rng_state("cpu")
     mask = torch.nn.functional.dropout(torch.ones(64), 0.5)
     set_rng_state(saved, "cpu")

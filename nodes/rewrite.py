@@ -6,7 +6,8 @@ a clarification question (`awaiting_reply`) continues the turn: the rounds count
 The rewriter is pluggable: a callable taking the dialog and returning the query, or any LangChain
 chat model, prompted with `REWRITE_INSTRUCTION`. Its output is kept only when it looks like one
 standalone question that keeps the user's words (`accept_rewrite`); otherwise the query falls back
-to the raw turn, or, for a reply to a clarification question, to the clarified query plus the reply.
+to the raw turn, or, for a reply to a clarification question, to the clarified query plus the reply
+(the clarified query alone when the reply is blank).
 Without history there is nothing to resolve and the rewriter is not called.
 """
 
@@ -53,8 +54,8 @@ def rewrite(state: Mapping[str, Any], *, rewriter: Rewriter | None, max_query_ch
     if not continuing:
         updates["clarification_rounds"] = 0
     turn = truncate_chars(last_user_text(messages), max_query_chars, "user turn")
-    if not turn:
-        return {**updates, "query": ""}
+    if not turn:  # an empty turn; a blank reply to a question leaves the clarified query as it was
+        return {**updates, "query": state.get("query", "") if continuing else ""}
     fallback = turn
     if continuing and state.get("query"):
         fallback = f"{state['query']} {turn}"[:max_query_chars]

@@ -290,6 +290,15 @@ def test_empty_turn_gets_a_polite_reply_without_any_model(text):
     assert nodes_run(graph, user(text), config) == ["rewrite", "answer"]
 
 
+def test_a_blank_reply_to_a_question_answers_the_clarified_query():
+    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+    graph, retriever, config = build(clarifier)
+    graph.invoke(user("How do I turn on sync?"), config)
+    out = graph.invoke(Command(resume="  "), config)
+    assert retriever.queries == ["How do I turn on sync?"]
+    assert out["messages"][-1].text.startswith(ANSWER_TEXT) and out["clarification_rounds"] == 1
+
+
 def test_overlong_turn_is_truncated_with_a_warning_not_a_crash():
     clarifier = ScriptedClarifier(pre=[None], post=[None])
     graph, retriever, config = build(clarifier, max_input_tokens=256)

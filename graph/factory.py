@@ -1,7 +1,7 @@
 """`create_clarifying_rag`: the clarifying RAG turn as an uncompiled LangGraph `StateGraph`.
 
 ```
-START -> rewrite -> pre_check --ask--> ask_user --interrupt--> rewrite
+START -> rewrite -> pre_check --ask--> ask_user --interrupt--> await_reply -> rewrite
                      | clear              \\--message--> END
                      v
                   retrieve -> post_check --ask--> ask_user
@@ -29,10 +29,10 @@ from askbetter.clarifier.types import Clarifier
 from askbetter.graph import routing
 from askbetter.graph.context import Context, default_context, resolve_context
 from askbetter.graph.defaults import LazyClarifier, LazyRetriever, REWRITE_MAX_NEW_TOKENS, local_chat_model
-from askbetter.graph.routing import ANSWER, ASK_USER, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE
+from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE
 from askbetter.graph.state import InputState, RagState
 from askbetter.nodes.answer import answer
-from askbetter.nodes.ask_user import ask_user
+from askbetter.nodes.ask_user import ask_user, await_reply
 from askbetter.nodes.post_check import post_check
 from askbetter.nodes.pre_check import pre_check
 from askbetter.nodes.retrieve import retrieve
@@ -85,8 +85,11 @@ def create_clarifying_rag(
     def post_check_node(state: RagState, runtime: Runtime[Context]) -> Update:
         return post_check(state, clarifier=clarifier, threshold=read(runtime)["threshold"])
 
-    def ask_user_node(state: RagState, runtime: Runtime[Context]) -> Update:
-        return ask_user(state, ask_mode=read(runtime)["ask_mode"])
+    def ask_user_node(state: RagState) -> Update:
+        return ask_user(state)
+
+    def await_reply_node(state: RagState) -> Update:
+        return await_reply(state)
 
     def answer_node(state: RagState) -> Update:
         return answer(state, model=answer_model)
@@ -103,13 +106,15 @@ def create_clarifying_rag(
     builder.add_node(RETRIEVE, retrieve_node)
     builder.add_node(POST_CHECK, post_check_node)
     builder.add_node(ASK_USER, ask_user_node)
+    builder.add_node(AWAIT_REPLY, await_reply_node)
     builder.add_node(ANSWER, answer_node)
     builder.add_edge(START, REWRITE)
     builder.add_conditional_edges(REWRITE, edge(routing.after_rewrite), [PRE_CHECK, RETRIEVE, ANSWER])
     builder.add_conditional_edges(PRE_CHECK, edge(routing.after_pre_check), [ASK_USER, RETRIEVE])
     builder.add_conditional_edges(RETRIEVE, edge(routing.after_retrieve), [POST_CHECK, ANSWER])
     builder.add_conditional_edges(POST_CHECK, edge(routing.after_post_check), [ASK_USER, ANSWER])
-    builder.add_conditional_edges(ASK_USER, edge(routing.after_ask_user), [REWRITE, END])
+    builder.add_conditional_edges(ASK_USER, edge(routing.after_ask_user), [AWAIT_REPLY, END])
+    builder.add_edge(AWAIT_REPLY, REWRITE)
     builder.add_edge(ANSWER, END)
     return builder
 

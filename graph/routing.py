@@ -20,6 +20,7 @@ PRE_CHECK = "pre_check"
 RETRIEVE = "retrieve"
 POST_CHECK = "post_check"
 ASK_USER = "ask_user"
+AWAIT_REPLY = "await_reply"
 ANSWER = "answer"
 
 
@@ -64,6 +65,6 @@ def after_post_check(state: Mapping[str, Any], ctx: Context) -> Literal["ask_use
     return ASK_USER if should_ask(state, state.get("post_decision"), ctx["max_rounds"]) else ANSWER
 
 
-def after_ask_user(state: Mapping[str, Any], ctx: Context) -> Literal["rewrite", "__end__"]:
-    """Interrupt mode folds the reply into the dialog and goes round again; message mode ends the turn."""
-    return REWRITE if ctx["ask_mode"] == "interrupt" else END
+def after_ask_user(state: Mapping[str, Any], ctx: Context) -> Literal["await_reply", "__end__"]:
+    """Interrupt mode waits for the reply (then goes round again); message mode ends the turn."""
+    return AWAIT_REPLY if ctx["ask_mode"] == "interrupt" else END

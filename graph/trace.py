@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.pregel import Pregel
 
 from askbetter.graph.context import Context
-from askbetter.graph.routing import ANSWER, ASK_USER, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE, ask_blocker
+from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE, ask_blocker
 from askbetter.nodes.ask_user import CLARIFICATION_METADATA
 
 
@@ -109,11 +109,10 @@ def describe(node: str, update: Mapping[str, Any], view: Mapping[str, Any], cont
         )
         return f"{len(passages)} passages: {listed}" if passages else "no passages found"
     if node == ASK_USER:
-        rounds = f"round {update.get('clarification_rounds')}/{context['max_rounds']}"
-        messages = update.get("messages", [])
-        if len(messages) > 1:  # interrupt mode: the question and the reply it was resumed with
-            return f'got the reply "{messages[-1].text}" ({rounds})'
-        return f"asks ({rounds})"
+        return f"asks (round {update.get('clarification_rounds')}/{context['max_rounds']})"
+    if node == AWAIT_REPLY:
+        rounds = f"round {view.get('clarification_rounds')}/{context['max_rounds']}"
+        return f'got the reply "{update["messages"][-1].text}" ({rounds})'
     if node == ANSWER:
         return "answers"
     return ", ".join(sorted(update))

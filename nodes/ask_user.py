@@ -1,9 +1,11 @@
-"""The `ask_user` node: put the clarification question to the user.
+"""The `ask_user` and `await_reply` nodes: put the clarification question to the user.
 
-`interrupt` mode pauses the graph with `interrupt({question, score, stage, round})`; the value the
-caller resumes with (`Command(resume=reply)`) becomes the next user message, and the turn goes on
-with the reply folded into the dialog. `message` mode ends the turn with the question as an AI
-message; the next user message on the same thread is read as the reply.
+`ask_user` adds the question to the thread as an AI message (`awaiting_reply`), in either mode, so
+the question is recorded before the graph waits: `message` mode ends the turn there, and the next
+user message on the same thread is read as the reply. `interrupt` mode goes on to `await_reply`,
+which pauses the graph with `interrupt({question, score, stage, round})`; the value the caller
+resumes with (`Command(resume=reply)`) becomes the next user message, and the turn goes on with the
+reply folded into the dialog. A new user message sent instead of the resume is the reply too.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import interrupt
-
-from askbetter.settings import AskMode
 
 #: the question's AI message carries its decision under this `response_metadata` key
 CLARIFICATION_METADATA = "askbetter_clarification"
@@ -28,19 +28,26 @@ def pending_decision(state: Mapping[str, Any]) -> dict[str, Any]:
     return decision
 
 
-def ask_user(state: Mapping[str, Any], *, ask_mode: AskMode) -> dict[str, Any]:
+def ask_user(state: Mapping[str, Any]) -> dict[str, Any]:
     decision = pending_decision(state)
     question: str = decision["question"]
-    round_ = state.get("clarification_rounds", 0) + 1
-    asked = AIMessage(question, response_metadata={CLARIFICATION_METADATA: dict(decision)})
-    updates: dict[str, Any] = {
-        "clarification_rounds": round_,
+    return {
+        "messages": [AIMessage(question, response_metadata={CLARIFICATION_METADATA: dict(decision)})],
+        "clarification_rounds": state.get("clarification_rounds", 0) + 1,
         "asked_questions": [*state.get("asked_questions", []), question],
         "awaiting_reply": True,
     }
-    if ask_mode == "message":
-        return {**updates, "messages": [asked]}
+
+
+def await_reply(state: Mapping[str, Any]) -> dict[str, Any]:
+    """Pause with the question `ask_user` just asked; the resume value is the user's reply."""
+    decision = state["messages"][-1].response_metadata[CLARIFICATION_METADATA]
     reply = interrupt(
-        {"question": question, "score": decision["score"], "stage": decision["stage"], "round": round_}
+        {
+            "question": decision["question"],
+            "score": decision["score"],
+            "stage": decision["stage"],
+            "round": state["clarification_rounds"],
+        }
     )
-    return {**updates, "messages": [asked, HumanMessage(str(reply))]}
+    return {"messages": [HumanMessage(str(reply))]}

@@ -109,7 +109,7 @@ def test_interrupt_then_resume_folds_the_reply_into_the_dialog():
     out = graph.invoke(user("How do I turn on sync?"), config, context={"ask_mode": "interrupt"})
     payload = out["__interrupt__"][0].value
     assert payload == {"question": "Which product: Nimbus Cloud or Nimbus Desktop?", "score": 0.9, "stage": "pre", "round": 1}
-    assert graph.get_state(config).next == ("ask_user",)
+    assert graph.get_state(config).next == ("await_reply",)
     assert retriever.queries == []  # paused before retrieval
 
     out = graph.invoke(Command(resume="Nimbus Desktop"), config, context={"ask_mode": "interrupt"})
@@ -136,6 +136,29 @@ def test_reply_to_a_question_is_searched_together_with_the_clarified_query():
     graph.invoke(user("How do I turn on sync?"), config)
     graph.invoke(Command(resume="Nimbus Desktop"), config)
     assert retriever.queries == ["How do I turn on sync? Nimbus Desktop"]
+
+
+def test_a_new_message_instead_of_the_resume_is_read_as_the_reply_and_the_question_is_not_asked_again():
+    clarifier = ScriptedClarifier(pre=["Which product?", "Which product?"], post=[None])
+    graph, retriever, config = build(clarifier)
+    graph.invoke(user("How do I turn on sync?"), config)
+    state = graph.get_state(config).values  # paused: the question is already in the thread
+    assert [m.text for m in state["messages"]] == ["How do I turn on sync?", "Which product?"]
+    assert state["asked_questions"] == ["Which product?"] and state["awaiting_reply"] is True
+
+    out = graph.invoke(user("Nimbus Desktop"), config)  # a chat frontend sends the reply as a message
+    assert "__interrupt__" not in out and out["asked_questions"] == ["Which product?"]
+    assert [m.text for m in out["messages"][:3]] == ["How do I turn on sync?", "Which product?", "Nimbus Desktop"]
+    assert out["clarification_rounds"] == 1 and out["messages"][-1].text.startswith(ANSWER_TEXT)
+
+
+def test_a_resume_without_the_context_still_gets_the_reply():
+    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+    graph, retriever, config = build(clarifier, ask_mode="message")
+    graph.invoke(user("How do I turn on sync?"), config, context={"ask_mode": "interrupt"})
+    out = graph.invoke(Command(resume="Nimbus Desktop"), config)  # the context forgotten: defaults apply
+    assert [m.text for m in out["messages"][1:3]] == ["Which product?", "Nimbus Desktop"]
+    assert out["messages"][-1].text.startswith(ANSWER_TEXT) and retriever.queries == ["Nimbus Desktop"]
 
 
 # ---------------------------------------------------------------- message mode

@@ -46,7 +46,7 @@ def test_after_post_check(decision, expected):
     assert routing.after_post_check({"post_decision": decision}, ctx()) == expected
 
 
-@pytest.mark.parametrize("mode, expected", [("interrupt", routing.REWRITE), ("message", END)])
+@pytest.mark.parametrize("mode, expected", [("interrupt", routing.AWAIT_REPLY), ("message", END)])
 def test_after_ask_user_follows_ask_mode(mode, expected):
     assert routing.after_ask_user({}, ctx(ask_mode=mode)) == expected
 
@@ -91,11 +91,12 @@ def test_graph_has_the_designed_nodes_and_edges():
         clarifier=ScriptedClarifier(), retriever=StaticRetriever([]), rewriter=lambda m: "", settings=Settings()
     )
     drawn = builder.compile().get_graph()
-    assert set(drawn.nodes) == {"__start__", "__end__", "rewrite", "pre_check", "retrieve", "post_check", "ask_user", "answer"}
+    assert set(drawn.nodes) == {"__start__", "__end__", "rewrite", "pre_check", "retrieve", "post_check", "ask_user", "await_reply", "answer"}
     edges = {(e.source, e.target) for e in drawn.edges}
     assert {
         ("__start__", "rewrite"), ("rewrite", "pre_check"), ("rewrite", "retrieve"), ("rewrite", "answer"),
         ("pre_check", "ask_user"), ("pre_check", "retrieve"), ("retrieve", "post_check"), ("retrieve", "answer"),
-        ("post_check", "ask_user"), ("post_check", "answer"), ("ask_user", "rewrite"), ("ask_user", "__end__"),
+        ("post_check", "ask_user"), ("post_check", "answer"), ("ask_user", "await_reply"), ("ask_user", "__end__"),
+        ("await_reply", "rewrite"),
         ("answer", "__end__"),
     } == edges

@@ -107,10 +107,10 @@ def test_run_check_passes_the_dialog_and_documents():
     assert clarifier.calls == [("post", [{"role": "user", "content": "q"}], docs)]
 
 
-def test_ask_user_in_message_mode_returns_the_question_as_an_ai_message():
+def test_ask_user_returns_the_question_as_an_ai_message():
     decision = {"needs_clarification": True, "score": 0.8, "question": "Which office?", "stage": "post"}
     out = ask_user({"pre_decision": None, "post_decision": decision, "asked_questions": ["Earlier?"],
-                    "clarification_rounds": 0}, ask_mode="message")
+                    "clarification_rounds": 0})
     assert [m.text for m in out["messages"]] == ["Which office?"]
     assert out["messages"][0].response_metadata["askbetter_clarification"] == decision
     assert out["asked_questions"] == ["Earlier?", "Which office?"] and out["clarification_rounds"] == 1

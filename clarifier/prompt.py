@@ -66,12 +66,17 @@ SPEAKER_TOKENS = 3
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def _cut(tokenizer, text: str, max_tokens: int, keep: Literal["head", "tail"] = "head") -> str:
+def _cut(tokenizer, text: str, max_tokens: int,
+         keep: Literal["head", "tail", "ends"] = "head") -> str:
     ids = tokenizer(text, add_special_tokens=False).input_ids
     if len(ids) <= max_tokens:
         return text
     if max_tokens <= 0:
         return ""
+    if keep == "ends":  # the head and the tail, the middle cut out
+        n_head = max_tokens // 2
+        return (f"{tokenizer.decode(ids[:n_head])} ... "
+                f"{tokenizer.decode(ids[len(ids) - (max_tokens - n_head):])}")
     kept = ids[:max_tokens] if keep == "head" else ids[-max_tokens:]
     marker = " ..." if keep == "head" else "... "
     body = tokenizer.decode(kept)
@@ -135,8 +140,8 @@ def render_user_content(
 ) -> str:
     """The conversation and the passages as one user message, fitted into `max_tokens`.
 
-    The judged (last) turn is kept whole unless it alone exceeds half the budget (then it is cut,
-    with a warning); an earlier assistant turn keeps the head that fits in half the history's
+    The judged (last) turn is kept whole unless it alone exceeds half the budget (then its middle
+    is cut, keeping its head and the question that often ends it, with a warning); an earlier assistant turn keeps the head that fits in half the history's
     budget; older turns are dropped oldest-first; passages share what is left evenly,
     each cut to the sentences the conversation is most about (`excerpt`). With `question_last`
     and passages, the judged turn follows them once more (its tokens come out of the passages'
@@ -149,9 +154,9 @@ def render_user_content(
     last_budget = int(max_tokens * LAST_TURN_SHARE)
     if _n_tokens(tokenizer, last) > last_budget:
         warnings.warn(
-            f"The user turn is longer than {last_budget} tokens; it was truncated for the "
+            f"The user turn is longer than {last_budget} tokens; its middle was cut for the "
             "clarifier.", stacklevel=3)
-        last = _cut(tokenizer, last, last_budget)
+        last = _cut(tokenizer, last, last_budget, keep="ends")
     docs = [d for d in (documents or []) if d.get("text", "").strip()]
     recap = f"\n\nQuestion: {last.partition(': ')[2]}" if question_last and docs else ""
     budget = max_tokens - _n_tokens(tokenizer, last + recap) - HEADER_TOKENS

@@ -47,9 +47,18 @@ def test_pre_check_prompt_says_there_are_no_passages() -> None:
 
 def test_long_turn_is_truncated_with_a_warning() -> None:
     huge = "word " * 5000
-    with pytest.warns(UserWarning, match="truncated"):
+    with pytest.warns(UserWarning, match="middle was cut"):
         text = render_user_content([{"role": "user", "content": huge}], None, EchoTokenizer(), 100)
     assert len(text.split()) < 120
+
+
+def test_a_long_judged_turn_keeps_the_question_that_ends_it() -> None:
+    pasted = "Here is my contract: " + "clause " * 500 + "Can I cancel it early?"
+    with pytest.warns(UserWarning, match="middle was cut"):
+        text = render_user_content([{"role": "user", "content": pasted}], None, EchoTokenizer(), 100)
+    assert "User: Here is my contract: clause" in text and "... clause" in text
+    assert "Can I cancel it early?\n\nPassages: none" in text
+    assert len(text.split()) <= 100 // 2 + 5
 
 
 def test_passages_share_the_budget_and_oldest_turns_go_first() -> None:

@@ -184,8 +184,10 @@ def render_user_content(
     per_doc = max(8, (budget - used) // len(docs) - 4)
     focus = focus_weights(dialog)
     for i, d in enumerate(docs, 1):
-        title = (d.get("title") or "").strip()
-        head = f"{' '.join(title.split())}: " if title else ""
+        title = " ".join((d.get("title") or "").split())
+        head = f"{title}: " if title else ""
+        if _n_tokens(tokenizer, head) > per_doc:  # a title longer than its passage's share
+            head = f"{_cut(tokenizer, title, per_doc // 2)}: "
         room = max(8, per_doc - _n_tokens(tokenizer, head))
         text += f"\n[{i}] {head}" + excerpt(tokenizer, d["text"], room, focus)
     return text + recap

@@ -73,6 +73,15 @@ def test_passages_share_the_budget_and_oldest_turns_go_first() -> None:
     assert text.count("[1]") == text.count("[2]") == text.count("[3]") == 1
 
 
+def test_a_long_title_is_cut_to_its_passages_share() -> None:
+    docs = [{"id": str(i), "title": f"title{i} " + "long " * 300, "text": f"body{i} " * 300}
+            for i in range(4)]
+    text = render_user_content([{"role": "user", "content": "when was it founded?"}], docs,
+                               EchoTokenizer(), 300)
+    assert len(text.split()) <= 300
+    assert all(f"[{i + 1}] title{i} long" in text and f"body{i}" in text for i in range(4))
+
+
 BRITTONIC = (
     "The Britons lived on the island of Great Britain for many centuries. "
     "They were ruled by many tribes whose borders kept changing over time. "

@@ -3,7 +3,8 @@
 It shares the clarifier's model: `askbetter.clarifier.assets.load_model` caches one copy per
 process, and when that copy carries the LoRA adapter, generation runs inside
 `model.disable_adapter()`, so answers and rewrites come from the base model. Decoding is greedy.
-A prompt longer than `max_input_tokens` is cut (the middle of its longest message) with a warning.
+A prompt longer than `max_input_tokens` is cut (the middle of its longest message, then of the next
+longest while that is not enough) with a warning.
 """
 
 from __future__ import annotations
@@ -138,14 +139,18 @@ class LocalChatModel(BaseChatModel):
             return ids
         warnings.warn(
             f"The prompt has {len(ids)} tokens, more than the {limit} allowed; its longest message "
-            "was cut in the middle.",
+            "was cut in the middle (and the next longest, while it was not enough).",
             stacklevel=2,
         )
-        longest = max(range(len(chat)), key=lambda i: len(chat[i]["content"]))
-        content_ids = tokenizer(chat[longest]["content"], add_special_tokens=False).input_ids
-        keep = max(0, len(content_ids) - (len(ids) - limit) - _TEMPLATE_SLACK)
-        head, tail = content_ids[: keep // 2], content_ids[len(content_ids) - (keep - keep // 2) :]
-        chat[longest]["content"] = tokenizer.decode(head) + _CUT_MARKER + tokenizer.decode(tail)
+        excess = len(ids) - limit + _TEMPLATE_SLACK
+        for i in sorted(range(len(chat)), key=lambda i: len(chat[i]["content"]), reverse=True):
+            content_ids = tokenizer(chat[i]["content"], add_special_tokens=False).input_ids
+            keep = max(0, len(content_ids) - excess)
+            head, tail = content_ids[: keep // 2], content_ids[len(content_ids) - (keep - keep // 2) :]
+            chat[i]["content"] = tokenizer.decode(head) + _CUT_MARKER + tokenizer.decode(tail)
+            excess -= len(content_ids) - keep
+            if excess <= 0:
+                break
         return _template_ids(tokenizer, chat)[-limit:]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from askbetter.clarifier.assets import LoadedModel
 from askbetter.nodes.chat_model import LocalChatModel, _until_stop
@@ -79,6 +79,19 @@ def test_overlong_prompt_is_cut_in_the_middle_with_a_warning(tokenizer):
     assert "how do i turn on sync" in decoded and "helpful" in decoded  # head and question kept
     with pytest.warns(UserWarning):
         assert model.invoke(long).text
+
+
+def test_overlong_prompt_cuts_the_next_longest_message_when_the_longest_is_not_enough(tokenizer):
+    model = chat_model(tiny_llama(), tokenizer, max_input_tokens=70)
+    long = [SystemMessage("you are a helpful"), HumanMessage("passages " + "nimbus " * 60),
+            AIMessage("answer " + "desktop " * 60), HumanMessage("how do i turn on sync")]
+    with pytest.warns(UserWarning, match="more than the 70 allowed"):
+        ids = model._prompt_ids(long, tokenizer)
+    assert len(ids) <= 70
+    decoded = tokenizer.decode(ids)
+    assert decoded.startswith("<|im_start|> system you are a helpful")  # the template's head kept
+    assert "user passages nimbus" in decoded
+    assert decoded.endswith("user how do i turn on sync <|im_end|> <|im_start|> assistant")
 
 
 def test_peft_model_generates_with_the_adapter_disabled(tokenizer):

@@ -177,11 +177,15 @@ def check_adapter_files(folder: Path) -> None:
 
 
 def read_json(path: Path) -> dict:
-    """A model file's JSON object, or ModelNotFound naming the file when it is not valid JSON."""
+    """A model file's JSON object, or ModelNotFound naming the file when it is not valid JSON or
+    not an object."""
     try:
-        return json.loads(path.read_text())
+        value = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ModelNotFound(f"{path} is not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise ModelNotFound(f"{path} is not a JSON object")
+    return value
 
 
 @cache

@@ -69,6 +69,8 @@ def test_adapter_resolution(tmp_path: Path) -> None:
     ("adapter_model.safetensors", lambda b: b"\xff" * len(b), "adapter_model.safetensors is corrupt or truncated"),
     ("adapter_config.json", lambda b: b"{\n", "adapter_config.json is not valid JSON"),
     ("askbetter_clarifier.json", lambda b: b"{\n", "askbetter_clarifier.json is not valid JSON"),
+    ("adapter_config.json", lambda b: b"null", "adapter_config.json is not a JSON object"),
+    ("askbetter_clarifier.json", lambda b: b"[0.4]", "askbetter_clarifier.json is not a JSON object"),
 ])
 def test_a_damaged_adapter_file_is_named_before_any_model_loads(tmp_path: Path, name, damage, message) -> None:
     (tmp_path / "adapter_config.json").write_text("{}")

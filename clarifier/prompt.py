@@ -141,8 +141,9 @@ def render_user_content(
     """The conversation and the passages as one user message, fitted into `max_tokens`.
 
     The judged (last) turn is kept whole unless it alone exceeds half the budget (then its middle
-    is cut, keeping its head and the question that often ends it, with a warning); an earlier assistant turn keeps the head that fits in half the history's
-    budget; older turns are dropped oldest-first; passages share what is left evenly,
+    is cut, keeping its head and the question that often ends it, with a warning); an earlier
+    assistant turn keeps the head that fits in half the history's budget; older turns are dropped
+    oldest-first; passages share what is left evenly,
     each cut to the sentences the conversation is most about (`excerpt`). With `question_last`
     and passages, the judged turn follows them once more (its tokens come out of the passages'
     share).

@@ -35,6 +35,6 @@ def test_threshold_decides_and_a_question_is_one_line(clarifier) -> None:
 
 def test_turn_longer_than_the_context_is_truncated_not_fatal(clarifier) -> None:
     huge = "Please tell me about the sync settings. " * 2000  # ~16k tokens, the model has 8k
-    with pytest.warns(UserWarning, match="truncated"):
+    with pytest.warns(UserWarning, match="its middle was cut"):
         d = clarifier.check([{"role": "user", "content": huge}])
     assert 0.0 <= d.score <= 1.0

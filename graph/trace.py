@@ -19,6 +19,9 @@ from askbetter.graph.context import Context
 from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE, ask_blocker
 from askbetter.nodes.ask_user import CLARIFICATION_METADATA
 
+# the node column of printed steps: as wide as the longest node name
+NODE_WIDTH = max(map(len, (REWRITE, PRE_CHECK, RETRIEVE, POST_CHECK, ASK_USER, AWAIT_REPLY, ANSWER)))
+
 
 @dataclass
 class Step:
@@ -145,7 +148,7 @@ class TurnPrinter:
     def step(self, step: Step) -> None:
         if step.node == ANSWER:
             return  # the answer itself is printed by `token` and `outcome`
-        print(f"  {step.node:<10} {step.text}", file=self.out, flush=True)
+        print(f"  {step.node:<{NODE_WIDTH}} {step.text}", file=self.out, flush=True)
 
     def token(self, text: str) -> None:
         if not self.streamed:

@@ -22,7 +22,7 @@ def test_demo_prints_the_scripted_conversation():
     out = proc.stdout
     assert "30/30 files ingested" in out
     turn1, turn2 = out.split("== Turn 2")
-    assert "user: How do I turn on sync?" in turn1 and "pre_check  score " in turn1
+    assert "user: How do I turn on sync?" in turn1 and "pre_check   score " in turn1
     if "askbetter asks (" in turn1:  # asked: the scripted reply follows, then the answer
         assert "user: Nimbus Desktop" in turn1 and 'got the reply "Nimbus Desktop"' in turn1
     else:

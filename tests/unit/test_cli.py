@@ -49,8 +49,8 @@ def test_ask_prints_the_decision_path_and_the_question(monkeypatch, capsys):
     use_fake_graph(monkeypatch, ScriptedClarifier(pre=["Which product: Cloud or Desktop?"]))
     assert cli.main(["ask", "How do I turn on sync?"]) == 0
     out = capsys.readouterr().out
-    assert 'rewrite    query: "How do I turn on sync?"' in out
-    assert 'pre_check  score 0.90 -> needs clarification: "Which product: Cloud or Desktop?"' in out
+    assert 'rewrite     query: "How do I turn on sync?"' in out
+    assert 'pre_check   score 0.90 -> needs clarification: "Which product: Cloud or Desktop?"' in out
     assert "askbetter asks (pre-retrieval check, score 0.90): Which product: Cloud or Desktop?" in out
     assert "retrieve" not in out and "Sources:" not in out
 
@@ -59,9 +59,9 @@ def test_ask_prints_retrieval_checks_and_the_cited_answer(monkeypatch, capsys):
     use_fake_graph(monkeypatch, ScriptedClarifier(pre=[None], post=[None]))
     assert cli.main(["ask", "How do I turn on sync in Nimbus Desktop?"]) == 0
     out = capsys.readouterr().out
-    assert "pre_check  score 0.10 -> clear" in out
-    assert "retrieve   2 passages: [1] Sync in Nimbus Cloud (0.81); [2] Sync in Nimbus Desktop (0.74)" in out
-    assert "post_check score 0.10 -> clear" in out
+    assert "pre_check   score 0.10 -> clear" in out
+    assert "retrieve    2 passages: [1] Sync in Nimbus Cloud (0.81); [2] Sync in Nimbus Desktop (0.74)" in out
+    assert "post_check  score 0.10 -> clear" in out
     assert "askbetter: Choose Preferences > Sync [2].\n\nSources:\n[1] Sync in Nimbus Cloud\n[2] Sync in Nimbus Desktop" in out
 
 

@@ -66,6 +66,13 @@ SPEAKER_TOKENS = 3
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
+def cut_middle(tokenizer, ids: list[int], keep: int, marker: str) -> str:
+    """`ids` decoded with only `keep` of them, the first half (rounded down) and the last, and
+    `marker` where the middle was."""
+    head = keep // 2
+    return tokenizer.decode(ids[:head]) + marker + tokenizer.decode(ids[len(ids) - (keep - head):])
+
+
 def _cut(tokenizer, text: str, max_tokens: int,
          keep: Literal["head", "tail", "ends"] = "head") -> str:
     ids = tokenizer(text, add_special_tokens=False).input_ids
@@ -73,10 +80,8 @@ def _cut(tokenizer, text: str, max_tokens: int,
         return text
     if max_tokens <= 0:
         return ""
-    if keep == "ends":  # the head and the tail, the middle cut out
-        n_head = max_tokens // 2
-        return (f"{tokenizer.decode(ids[:n_head])} ... "
-                f"{tokenizer.decode(ids[len(ids) - (max_tokens - n_head):])}")
+    if keep == "ends":
+        return cut_middle(tokenizer, ids, max_tokens, " ... ")
     kept = ids[:max_tokens] if keep == "head" else ids[-max_tokens:]
     marker = " ..." if keep == "head" else "... "
     body = tokenizer.decode(kept)

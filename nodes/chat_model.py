@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
+from askbetter.clarifier.prompt import cut_middle
 from askbetter.settings import Settings
 
 # tokens kept free for the chat template's markers when a message is cut
@@ -146,8 +147,7 @@ class LocalChatModel(BaseChatModel):
         for i in sorted(range(len(chat)), key=lambda i: len(chat[i]["content"]), reverse=True):
             content_ids = tokenizer(chat[i]["content"], add_special_tokens=False).input_ids
             keep = max(0, len(content_ids) - excess)
-            head, tail = content_ids[: keep // 2], content_ids[len(content_ids) - (keep - keep // 2) :]
-            chat[i]["content"] = tokenizer.decode(head) + _CUT_MARKER + tokenizer.decode(tail)
+            chat[i]["content"] = cut_middle(tokenizer, content_ids, keep, _CUT_MARKER)
             excess -= len(content_ids) - keep
             if excess <= 0:
                 break

@@ -271,11 +271,17 @@ def test_a_jsonl_line_with_an_unpaired_surrogate_escape_is_skipped(settings, cli
     ]
 
 
-def test_a_record_emptied_on_purpose_loses_its_chunks(settings, client, tmp_path):
+def _faq_ingested(settings, client, tmp_path):
+    """A two-record JSONL file, ingested into a fresh collection: (its path, the collection)."""
     path = tmp_path / "faq.jsonl"
     path.write_text('{"text": "Parking is in garage B."}\n{"text": "Badges are issued at reception."}\n')
     collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
     ingest(path, collection, progress=False)
+    return path, collection
+
+
+def test_a_record_emptied_on_purpose_loses_its_chunks(settings, client, tmp_path):
+    path, collection = _faq_ingested(settings, client, tmp_path)
     path.write_text('{"text": "Parking is in garage C."}\n{"text": ""}\n')
     report = ingest(path, collection, progress=False)
     assert (report.chunks_added, report.chunks_removed) == (1, 2)
@@ -283,10 +289,7 @@ def test_a_record_emptied_on_purpose_loses_its_chunks(settings, client, tmp_path
 
 
 def test_a_broken_jsonl_line_keeps_what_was_stored_for_its_file(settings, client, tmp_path):
-    path = tmp_path / "faq.jsonl"
-    path.write_text('{"text": "Parking is in garage B."}\n{"text": "Badges are issued at reception."}\n')
-    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
-    ingest(path, collection, progress=False)
+    path, collection = _faq_ingested(settings, client, tmp_path)
     path.write_text('{"text": "Parking is in garage C."}\n{"text": "Badges are issued at reception.\n')
     report = ingest(path, collection, progress=False)
     assert (report.chunks_added, report.chunks_removed, len(report.skipped)) == (1, 0, 1)

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 
+#: why a string or record that `encodes_as_utf8` refuses is refused
+NOT_UTF8 = "not UTF-8 text (an unpaired surrogate escape such as \\ud800)"
+
 
 def encodes_as_utf8(value: object) -> bool:
     """Whether `value` (a string, or parsed JSON holding strings) encodes as UTF-8. It does not

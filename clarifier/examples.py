@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from askbetter.clarifier.types import Document, Message
-from askbetter.text import encodes_as_utf8
+from askbetter.text import NOT_UTF8, encodes_as_utf8
 
 Setting = Literal["pre", "post"]
 KINDS = ("ambiguous", "underspecified", "missing-fact", "hard-negative", "clear")
@@ -53,7 +53,7 @@ def validate_example(obj: Any) -> Example:
     if not isinstance(obj, dict):
         raise ValueError("an example must be a JSON object")
     if not encodes_as_utf8(obj):
-        raise ValueError("not UTF-8 text (an unpaired surrogate escape such as \\ud800)")
+        raise ValueError(NOT_UTF8)
     for key in ("id", "messages", "clarification"):
         if key not in obj:
             raise ValueError(f"missing key {key!r}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from askbetter.text import encodes_as_utf8
+from askbetter.text import NOT_UTF8, encodes_as_utf8
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".pdf", ".jsonl")
 EMPTY_TEXT = "empty text"  # why a JSON line with a blank text is skipped
@@ -118,7 +118,7 @@ def _load_jsonl(path: Path) -> Loaded:
             loaded.skipped.append((where, EMPTY_TEXT))
             continue
         if not encodes_as_utf8(record):
-            loaded.skipped.append((where, "not UTF-8 text (an unpaired surrogate escape such as \\ud800)"))
+            loaded.skipped.append((where, NOT_UTF8))
             continue
         title = str(record.get("title") or f"{path.stem} line {number}")
         metadata = _scalar_fields(record, exclude=("text", "title"))

@@ -276,7 +276,7 @@ def format_report(report: dict[str, Any]) -> str:
     lines += ["", f"accuracy / AUC by source:{'pre':>19}{'post':>24}"]
     lines += [
         f"  {source:16}"
-        + "".join(_accuracy_cell(settings.get(s)) for s in metrics.SETTINGS)
+        + "".join(accuracy_cell(settings.get(s)) for s in metrics.SETTINGS)
         for source, settings in report["by_source"].items()
     ]
     lines += [
@@ -291,7 +291,7 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _accuracy_cell(figures: dict[str, Any] | None) -> str:
+def accuracy_cell(figures: dict[str, Any] | None) -> str:
     """`  76.0% / 0.812 (n=123)`, right-aligned in 24 characters; blank when the setting is absent."""
     if figures is None:
         return " " * 24

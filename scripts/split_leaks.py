@@ -18,7 +18,16 @@ alone, come from dialogs about different people). A passage is one unless it is 
 report). Identical text only: a window of a passage, or two dialogs over one text that keep
 different parts of it, go unseen.
 
+With `--predictions`, the per-example file of `askbetter eval --predictions` on one held-out split
+of the folder (or the first examples of it), it then prints the figures of the examples listed as
+leaks (by a turn or a passage) beside those of the others: examples, accuracy, F1-clarify and AUC
+(`metrics.classification`), and accuracy / AUC (n) in the `CELLS` source and setting cells that
+hold the most leaking examples, then the most others (`metrics.by_source`). Each example counts
+at its own `decision`, so at the threshold that the eval run used. The exit status is the same as
+without it; predictions that are not examples of one held-out split exit with 2.
+
     python scripts/split_leaks.py data
+    python scripts/split_leaks.py data --predictions runs/eval/test.pred.jsonl
 """
 
 from __future__ import annotations
@@ -27,7 +36,10 @@ import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
+from askbetter.clarifier import metrics
+from askbetter.clarifier.evaluate import accuracy_cell, fmt_decimal, fmt_percent, read_predictions
 from askbetter.clarifier.examples import Example, read_examples
 from askbetter.clarifier.source_rewrites import PRONOUNS
 from askbetter.clarifier.words import content_words
@@ -36,12 +48,15 @@ HELD_OUT = ("dev", "test")
 GENERIC_TURN_WORDS = 3
 HEADING_WORDS = 15
 SHOW = 5
+CELLS = 6
 COLUMNS = ("examples", "turn shared", "turn leaks", "passage shared", "passage leaks")
+GROUPS = ("leaking", "others")
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"[.!?]")
 
 Counts = dict[tuple[str, str], Counter[str]]  # per (source, split), the counts of `COLUMNS`
 Leak = tuple[str, str, str]  # ("turn" or "passage", example id, the text)
+Row = dict[str, Any]  # one line of a `--predictions` file
 
 
 def turn_key(text: str) -> str:
@@ -103,8 +118,60 @@ def find_leaks(folder: Path) -> tuple[Counts, list[Leak]]:
     return counts, leaks
 
 
-def main(folder: str) -> int:
-    counts, leaks = find_leaks(Path(folder))
+def held_out_split(folder: Path, ids: set[str]) -> str | None:
+    """The held-out split of `folder` that holds every one of `ids`; None when none does or `ids`
+    is empty."""
+    for split in HELD_OUT:
+        if ids and ids <= {ex["id"] for ex in read_examples(folder / f"{split}.jsonl")}:
+            return split
+    return None
+
+
+def group_figures(rows: list[Row]) -> dict[str, Any]:
+    """`metrics.classification` of prediction rows at their own decisions, with
+    `metrics.by_source` under "by_source"."""
+    labels, decisions, scores = ([r[key] for r in rows] for key in ("label", "decision", "score"))
+    sources, settings = ([r[key] for r in rows] for key in ("source", "setting"))
+    return {**metrics.classification(labels, decisions, scores),
+            "by_source": metrics.by_source(labels, decisions, scores, sources, settings)}
+
+
+def leak_figures(rows: list[Row], leaking: set[str]) -> dict[str, Any]:
+    """`group_figures` of the rows whose id is in `leaking` and of the others (keys `GROUPS`)."""
+    return {"leaking": group_figures([r for r in rows if r["id"] in leaking]),
+            "others": group_figures([r for r in rows if r["id"] not in leaking])}
+
+
+def biggest_cells(figures: dict[str, Any]) -> list[tuple[str, str]]:
+    """The `CELLS` (source, setting) cells of `leak_figures` with the most leaking examples, then
+    the most others."""
+    def size(group: str, source: str, setting: str) -> int:
+        return figures[group]["by_source"].get(source, {}).get(setting, {"n": 0})["n"]
+
+    cells = {(source, setting) for f in figures.values()
+             for source, settings in f["by_source"].items() for setting in settings}
+    return sorted(cells, key=lambda c: (*(-size(g, *c) for g in GROUPS), c))[:CELLS]
+
+
+def format_leak_figures(figures: dict[str, Any]) -> list[str]:
+    """`leak_figures` as lines: one column per group."""
+    rows = [("examples", lambda f: f"{f['n']:,}"),
+            ("need clarification", lambda f: f"{f['n_clarify']:,}"),
+            ("accuracy", lambda f: fmt_percent(f["accuracy"])),
+            ("F1-clarify", lambda f: fmt_decimal(f["f1_clarify"])),
+            ("AUC", lambda f: fmt_decimal(f["auc"]))]
+    lines = ["".join([" " * 20, *(g.rjust(24) for g in GROUPS)])]
+    lines += ["".join([label.ljust(20), *(cell(figures[g]).rjust(24) for g in GROUPS)])
+              for label, cell in rows]
+    lines += ["".join([f"{source} {setting}".ljust(20),
+                       *(accuracy_cell(figures[g]["by_source"].get(source, {}).get(setting))
+                         for g in GROUPS)])
+              for source, setting in biggest_cells(figures)]
+    return lines
+
+
+def print_counts(counts: Counts, leaks: list[Leak]) -> None:
+    """The table of `COLUMNS` per source and split, then the leaks (`SHOW` of each)."""
     header = ["source", "split", *COLUMNS]
     rows = [[source, split, *(str(row[c]) for c in COLUMNS)]
             for (source, split), row in sorted(counts.items())]  # fmt: skip
@@ -118,10 +185,30 @@ def main(folder: str) -> int:
         print(f"\n{what} leaks: {texts} texts in {examples} examples" + (":" if found else ""))
         for example_id, text in found[:SHOW]:
             print(f"  {example_id}: {text[:120]!r}")
+
+
+def main(folder: str, predictions: str | None = None) -> int:
+    """Print the leaks of `folder` (and, given a `--predictions` file, the figures of its leaking
+    examples beside the others'); 1 when there are leaks, 2 for predictions of no held-out
+    split, else 0."""
+    counts, leaks = find_leaks(Path(folder))
+    print_counts(counts, leaks)
+    if predictions is not None:
+        rows = read_predictions(predictions)
+        split = held_out_split(Path(folder), {r["id"] for r in rows})
+        if split is None:
+            print(f"{predictions}: not examples of one held-out split of {folder}",
+                  file=sys.stderr)
+            return 2
+        leaking = {example_id for _, example_id, _ in leaks}
+        print(f"\n{split} predictions ({predictions}, {len(rows):,} examples), at their own "
+              "decisions:")
+        print("\n".join(format_leak_figures(leak_figures(rows, leaking))))
     return 1 if leaks else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    if len(args) not in (1, 3) or (len(args) == 3 and args[1] != "--predictions"):
         sys.exit(__doc__)
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(args[0], args[2] if len(args) == 3 else None))

@@ -250,12 +250,12 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from askbetter.clarifier.data_build import UnknownGroup
     from askbetter.clarifier.examples import ExampleFormatError
     from askbetter.clarifier.source_common import RawDataError
-    from askbetter.clarifier.train import CheckpointMismatch
+    from askbetter.clarifier.train import CheckpointMismatch, UnknownTargetModules
     from askbetter.retrieval.errors import RetrievalError
 
     return (UsageError, ModelPackageMissing, ModelNotFound, RetrievalError, ExampleFormatError,
-            RawDataError, CheckpointMismatch, UnknownGroup, FileNotFoundError, FileExistsError,
-            IsADirectoryError, NotADirectoryError, PermissionError)
+            RawDataError, CheckpointMismatch, UnknownTargetModules, UnknownGroup, FileNotFoundError,
+            FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
 if __name__ == "__main__":  # `python -m askbetter.cli`: run the module the others import, so that

@@ -235,6 +235,24 @@ class CheckpointMismatch(ValueError):
     """A checkpoint that a run with these data and options cannot continue."""
 
 
+class UnknownTargetModules(ValueError):
+    """A LoRA target module (`--target-modules`) that names no layer of the base model."""
+
+
+def check_target_modules(model: torch.nn.Module, targets: tuple[str, ...], base: str) -> None:
+    """Raise UnknownTargetModules naming the `targets` that match no module of `model`, `base`,
+    as PEFT matches them (the module's name or its last dot-separated parts), with the model's
+    linear layers to choose from. PEFT itself stops with a traceback when no target matches, and
+    trains without a misspelt one when another matches."""
+    names = [name for name, _ in model.named_modules()]
+    unknown = [t for t in targets if not any(n == t or n.endswith("." + t) for n in names)]
+    if unknown:
+        linear = sorted({name.rpartition(".")[2] for name, module in model.named_modules()
+                         if isinstance(module, torch.nn.Linear)})
+        raise UnknownTargetModules(f"--target-modules {' '.join(unknown)}: no layer of {base} has that name; "
+                                   f"its linear layers are {' '.join(linear)}")
+
+
 # the options a resumed run may change: where the files are, how long it runs, where and how
 # fast; not what or how it trains
 RESUMABLE_CHANGES = frozenset({"data_dir", "out_dir", "epochs", "max_steps", "checkpoint_every",
@@ -375,7 +393,6 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         log.warning("Left out %s: %d examples of %s kept", " ".join(cfg.exclude), len(pool), train_file)
     init = resolve_adapter(cfg.init_adapter)
     continued = adapter_config(init).get("training")  # read once; written with every checkpoint
-    cfg.out_dir.mkdir(parents=True, exist_ok=True)
     ckpt = cfg.out_dir / "checkpoint"
     _recover_checkpoint(ckpt)
     resuming = (ckpt / "trainer_state.pt").is_file()
@@ -384,6 +401,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
 
     base = cfg.base_model or settings.base_model
     model, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)
+    if not init:  # a continued adapter brings its own target modules
+        check_target_modules(model, cfg.target_modules, base_model_name(base))
     use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
     # the LoRA shape comes from the continued adapter, else from cfg; the weights from the
     # checkpoint when resuming, else from the continued adapter, else a fresh LoRA
@@ -427,6 +446,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
             set_rng_state(saved["rng"], cfg.device)
         state.update(saved)
         log.warning("Resuming from %s at step %d/%d", ckpt, state["step"], total)
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)  # only now: a run refused above writes nothing
     (cfg.out_dir / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2))
     log_path = cfg.out_dir / "train_log.jsonl"
     _truncate_log(log_path, state["step"])

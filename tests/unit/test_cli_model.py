@@ -7,6 +7,8 @@ import pytest
 
 from askbetter.cli import build_parser, main
 from askbetter.clarifier.train import TrainConfig
+from example_factory import example
+from tiny_model import tiny_llama
 
 FIXTURE_RAW = Path(__file__).parent.parent / "fixtures" / "raw"
 
@@ -179,22 +181,27 @@ def test_python_m_askbetter_cli_reports_user_errors_in_one_line(tmp_path: Path, 
     assert capsys.readouterr().err == "askbetter: error: --markdown writes the --baselines table: add --baselines\n"
 
 
+def one_example_data(tmp_path: Path) -> Path:
+    """A data folder whose train and dev splits hold one clear example each."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for split in ("train", "dev"):
+        (data / f"{split}.jsonl").write_text(json.dumps(example(1, "pre", None, "clear")) + "\n")
+    return data
+
+
 def test_train_refuses_a_checkpoint_of_other_options_before_the_model_loads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Resumed with another --lr, a run would train on at the checkpoint's rate (the scheduler
     keeps it) while its record says the new one: refused in one line, the run folder kept."""
     import askbetter.clarifier.assets as assets
-    from example_factory import example
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model loaded")
 
     monkeypatch.setattr(assets, "load_base", no_model)
-    data, run = tmp_path / "data", tmp_path / "run"
-    data.mkdir()
-    for split in ("train", "dev"):
-        (data / f"{split}.jsonl").write_text(json.dumps(example(1, "pre", None, "clear")) + "\n")
+    data, run = one_example_data(tmp_path), tmp_path / "run"
     trained = TrainConfig(data_dir=data, out_dir=run, lr=3e-4, epochs=1, threads=2).to_json()
     (run / "checkpoint").mkdir(parents=True)
     (run / "checkpoint" / "trainer_state.pt").write_bytes(b"state")
@@ -208,3 +215,20 @@ def test_train_refuses_a_checkpoint_of_other_options_before_the_model_loads(
     assert sorted(run.rglob("*")) == kept
     with pytest.raises(AssertionError, match="the model loaded"):
         main([*argv, "--threads", "1"])  # the same options go on to load the model
+
+
+def test_train_refuses_target_modules_the_base_model_lacks_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PEFT would skip the misspelt ones (and stop with a traceback were none right): refused in
+    one line naming the model's linear layers, before the run folder is made."""
+    import askbetter.clarifier.assets as assets
+
+    monkeypatch.setattr(assets, "load_base", lambda *args: (tiny_llama(), None))
+    run = tmp_path / "run"
+    argv = ["train", "--data-dir", str(one_example_data(tmp_path)), "--out-dir", str(run)]
+    assert main([*argv, "--target-modules", "q_proj", "nope", "self_attn.nix"]) == 1
+    assert capsys.readouterr().err == (
+        "askbetter: error: --target-modules nope self_attn.nix: no layer of HuggingFaceTB/SmolLM2-135M-Instruct "
+        "has that name; its linear layers are down_proj gate_proj k_proj lm_head o_proj q_proj up_proj v_proj\n")
+    assert not run.exists()

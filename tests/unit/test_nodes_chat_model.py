@@ -8,37 +8,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from askbetter.clarifier.assets import LoadedModel
 from askbetter.nodes.chat_model import LocalChatModel, _until_stop
+from tiny_model import tiny_llama, tiny_tokenizer
 
-WORDS = ("<unk> <|im_start|> <|im_end|> system user assistant you are a helpful sync nimbus desktop how do i "
-         "turn on the question answer passages cite preferences open choose").split()
-TEMPLATE = (
-    "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> {% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
-)
 QUESTION = [HumanMessage("how do i turn on sync")]
-
-
-def tiny_tokenizer():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.decoder = decoders.WordPiece()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", eos_token="<|im_end|>",
-                                        chat_template=TEMPLATE)
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
-    return tokenizer
-
-
-def tiny_llama(seed: int = 0):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=len(WORDS), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
-                         bos_token_id=1, eos_token_id=2, pad_token_id=0)
-    return LlamaForCausalLM(config).eval()
 
 
 @pytest.fixture(scope="module")

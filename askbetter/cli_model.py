@@ -29,6 +29,7 @@ def add_data(subparsers: Any) -> None:
 def cmd_data_build(args: argparse.Namespace) -> int:
     from askbetter.clarifier.data_build import build_dataset, format_counts
 
+    check_output_folders(out=args.out)
     report = build_dataset(args.raw_dir, args.out, seed=args.seed, progress=True)
     print(format_counts(report))
     print("wrote " + ", ".join(str(path) for path in report.files.values()))
@@ -74,6 +75,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         cfg = TrainConfig(**values)
     except ValueError as exc:  # an option value out of range
         raise UsageError(str(exc)) from exc
+    check_output_folders(out_dir=cfg.out_dir)
     out = train(cfg, settings_from(args))
     print(f"adapter written to {out}")
     return 0
@@ -92,17 +94,31 @@ def add_calibrate(subparsers: Any) -> None:
 
 def check_output_files(**paths: Path | None) -> None:
     """UsageError, before any model loads, for an output option (`--json=PATH`...) whose file
-    could not be written: a folder, under a file, or in a folder the user may not write."""
+    could not be written: a folder, under a file, or where the user may not write."""
+    _check_outputs(paths, folders=False)
+
+
+def check_output_folders(**paths: Path) -> None:
+    """UsageError, before any data is read or model loads, for an output folder option
+    (`--out-dir DIR`...) that could not be written: a file, under a file, or where the user may
+    not write."""
+    _check_outputs(paths, folders=True)
+
+
+def _check_outputs(paths: dict[str, Path | None], folders: bool) -> None:
+    """What `check_output_files` (`folders` False) and `check_output_folders` check. Writing
+    needs permission on the path when it exists, else on the nearest folder above it."""
+    wanted, other = ("folder", "file") if folders else ("file", "folder")
     for option, path in paths.items():
         if path is None:
             continue
         flag = f"--{option.replace('_', '-')} {path}"
-        if path.is_dir():
-            raise UsageError(f"{flag} is a folder: name a file")
+        if path.exists() and path.is_dir() != folders:
+            raise UsageError(f"{flag} is a {other}: name a {wanted}")
         parent = next(p for p in path.parents if p.exists())  # the root always exists
         if not parent.is_dir():
             raise UsageError(f"{flag}: {parent} is a file, not a folder")
-        if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        if not os.access(path if path.exists() else parent, os.W_OK):
             raise UsageError(f"{flag}: no permission to write there")
 
 

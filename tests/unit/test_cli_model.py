@@ -135,6 +135,36 @@ def test_an_output_file_without_write_permission_is_refused(tmp_path: Path, monk
     check_output_files(json=tmp_path / "ok" / "other.json")  # a writable place passes
 
 
+@pytest.mark.parametrize(("command", "option"), [(["train", "--data-dir", "no-data"], "--out-dir"),
+                                                 (["data", "build", str(FIXTURE_RAW)], "--out")])
+def test_an_output_folder_that_is_a_file_or_under_one_is_refused_before_any_data_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], option: str
+) -> None:
+    blocker = tmp_path / "taken"
+    blocker.write_text("x")
+    for out, message in ((blocker, f"{option} {blocker} is a file: name a folder"),
+                         (blocker / "run", f"{option} {blocker / 'run'}: {blocker} is a file, not a folder")):
+        assert main([*command, option, str(out)]) == 1
+        assert capsys.readouterr().err == f"askbetter: error: {message}\n"
+    assert blocker.read_text() == "x"
+
+
+def test_an_existing_output_folder_needs_write_permission_on_itself_only(tmp_path: Path, monkeypatch) -> None:
+    """A run folder that exists is written into, not beside; a new one is made in the folder
+    above it (`os.access` says what a user without write access to `tmp_path` would get)."""
+    import os
+
+    from askbetter.cli import UsageError
+    from askbetter.cli_model import check_output_folders
+
+    (tmp_path / "run").mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path and real_access(path, mode))
+    check_output_folders(out_dir=tmp_path / "run")
+    with pytest.raises(UsageError, match=f"--out-dir {tmp_path / 'new'}: no permission to write there"):
+        check_output_folders(out_dir=tmp_path / "new")
+
+
 def test_eval_baselines_honours_no_questions(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
     from askbetter.clarifier import baselines, evaluate
 

@@ -60,7 +60,12 @@ def threshold_for(labels: Sequence[bool], scores: Sequence[float]) -> dict[str, 
 def store_threshold(adapter: Path, record: dict[str, Any]) -> dict[str, Any]:
     """Write `record["threshold"]` into the adapter's clarifier config, keeping its other fields,
     and `record` under `calibration` with the threshold it replaces (`previous_threshold`, None
-    when there was none); returns the record as stored."""
+    when there was none); returns the record as stored.
+
+    After `askbetter train` it is None by design: the run writes the adapter's config anew, and
+    the threshold of an adapter it continued (`--init-adapter`) was picked on that adapter's
+    scores, not this one's, so it is no earlier threshold of these weights (that adapter's
+    training record is kept under `training.continued_from`)."""
     config = adapter_config(adapter)
     stored = {**record, "previous_threshold": config.get("threshold")}
     write_adapter_config(adapter, {**config, "threshold": record["threshold"], "calibration": stored})

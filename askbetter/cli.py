@@ -130,11 +130,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from askbetter.graph.trace import TurnPrinter, run_turn
 
     question = require_text(args.question)
-    settings = settings_from(args, ask_mode="message")  # one shot: a question ends the run
+    settings = settings_from(args)
     graph = build_graph(settings)
     printer = TurnPrinter()
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    result = run_turn(graph, {"messages": [("user", question)]}, config, default_context(settings),
+    context = {**default_context(settings), "ask_mode": "message"}  # one shot: a question ends the run
+    result = run_turn(graph, {"messages": [("user", question)]}, config, context,
                       on_step=printer.step, on_token=printer.token)
     printer.outcome(result)
     return 0

@@ -176,6 +176,18 @@ def test_bad_setting_in_the_environment_is_a_clear_error(monkeypatch, capsys):
     assert "ASKBETTER_TOP_K='many' is not a valid value: expected a whole number" in capsys.readouterr().err
 
 
+def test_ask_refuses_a_bad_ask_mode_setting_though_it_always_asks_in_message_mode(monkeypatch, capsys):
+    use_fake_graph(monkeypatch, ScriptedClarifier(pre=["Which product: Cloud or Desktop?"]))
+    monkeypatch.setenv("ASKBETTER_ASK_MODE", "pause")
+    assert cli.main(["ask", "How do I turn on sync?"]) == 1
+    assert capsys.readouterr().err == (
+        "askbetter: error: ask_mode (ASKBETTER_ASK_MODE) must be 'interrupt' or 'message', not 'pause'\n"
+    )
+    monkeypatch.setenv("ASKBETTER_ASK_MODE", "interrupt")
+    assert cli.main(["ask", "How do I turn on sync?"]) == 0
+    assert "askbetter asks (pre-retrieval check, score 0.90): Which product" in capsys.readouterr().out
+
+
 def test_ingesting_a_folder_with_nothing_to_ingest_is_an_error_that_writes_nothing(tmp_path, capsys):
     folder = tmp_path / "docs"
     folder.mkdir()

@@ -88,7 +88,6 @@ def build_graph(settings: Settings) -> Any:
     from askbetter.retrieval.store import ChromaRetriever
 
     retriever = ChromaRetriever.from_settings(settings)
-    retriever.require_chunks()
     return create_clarifying_rag(retriever=retriever, settings=settings).compile(checkpointer=InMemorySaver())
 
 

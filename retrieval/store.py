@@ -104,17 +104,19 @@ def open_collection(
     embedding_function: "EmbeddingFunction[Any] | None" = None,
     create: bool = True,
 ) -> "Collection":
-    """The collection `settings.collection`, created (in the cosine space) if missing, or, when
-    not `create`, a `RetrievalError` naming the collections there instead.
+    """The collection `settings.collection`, created (in the cosine space) if missing; when not
+    `create` (to search it), a `RetrievalError` instead when it is missing (naming the collections
+    there) or empty.
 
     `client` defaults to `make_client(settings)`, `embedding_function` to the model named by
-    `settings.embedding_model` on `settings.device` (loaded once the collection is known to exist).
+    `settings.embedding_model` on `settings.device` (loaded once the collection is known to exist
+    and, when not `create`, to hold chunks).
     """
     client = client if client is not None else make_client(settings)
     name = settings.collection
     with chroma_errors(f"cannot open collection {name!r}"):
         if not create:
-            _require_collection(client, name)
+            _require_chunks(_existing_collection(client, name))
         if embedding_function is None:
             embedding_function = make_embedding_function(settings.embedding_model, settings.device)
         try:
@@ -133,13 +135,24 @@ def open_collection(
             ) from exc
 
 
-def _require_collection(client: "ClientAPI", name: str) -> None:
-    names = sorted(collection.name for collection in client.list_collections())
-    if name not in names:
+def _existing_collection(client: "ClientAPI", name: str) -> "Collection":
+    """The collection `name` as Chroma lists it, without its embedding function (enough to count
+    its chunks), or a `RetrievalError` naming the collections there."""
+    collections = {collection.name: collection for collection in client.list_collections()}
+    if name not in collections:
         raise RetrievalError(
-            f"collection {name!r} does not exist (collections here: {', '.join(names) or 'none'}); "
+            f"collection {name!r} does not exist (collections here: {', '.join(sorted(collections)) or 'none'}); "
             "run `askbetter ingest PATH` first"
         )
+    return collections[name]
+
+
+def _require_chunks(collection: "Collection") -> None:
+    """Raise `RetrievalError` when the collection holds nothing to search."""
+    name = collection.name
+    with chroma_errors(f"reading collection {name!r} failed"):
+        if collection.count() == 0:
+            raise RetrievalError(f"collection {name!r} is empty: run `askbetter ingest PATH` first")
 
 
 class ChromaRetriever:
@@ -157,15 +170,8 @@ class ChromaRetriever:
         embedding_function: "EmbeddingFunction[Any] | None" = None,
     ) -> "ChromaRetriever":
         """A retriever over the existing collection `settings.collection` (searching creates none;
-        a missing one raises `RetrievalError`)."""
+        a missing or empty one raises `RetrievalError` before the embedding model loads)."""
         return cls(open_collection(settings, client=client, embedding_function=embedding_function, create=False))
-
-    def require_chunks(self) -> None:
-        """Raise `RetrievalError` when the collection holds nothing to search."""
-        name = self.collection.name
-        with chroma_errors(f"reading collection {name!r} failed"):
-            if self.collection.count() == 0:
-                raise RetrievalError(f"collection {name!r} is empty: run `askbetter ingest PATH` first")
 
     def search(self, query: str, k: int = 4) -> list[Passage]:
         """The `k` passages closest to `query`, best first."""
@@ -178,7 +184,7 @@ class ChromaRetriever:
                 query_texts=[query], n_results=k, include=["documents", "metadatas", "distances"]
             )
         if not result["ids"][0]:  # only an empty collection finds nothing: say so
-            self.require_chunks()
+            _require_chunks(self.collection)
         return [
             _passage(chunk_id, text, metadata, distance)
             for chunk_id, text, metadata, distance in zip(

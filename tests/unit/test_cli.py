@@ -204,10 +204,13 @@ def test_asking_a_missing_or_empty_collection_fails_before_any_model_loads(tmp_p
     def no_graph(**kwargs):
         raise AssertionError("the graph was built")
 
+    def no_embedding_model(*args):
+        raise AssertionError("the embedding model was loaded")
+
     monkeypatch.setattr("askbetter.graph.factory.create_clarifying_rag", no_graph)
-    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function", lambda *args: HashEmbedding())
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function", no_embedding_model)
     store = Settings(chroma_path=tmp_path / "chroma")
-    open_collection(store)  # "askbetter", empty
+    open_collection(store, embedding_function=HashEmbedding())  # "askbetter", empty
     ask = ["ask", "How do I turn on sync?", "--chroma-path", str(store.chroma_path)]
     assert cli.main([*ask, "--collection", "askbeter"]) == 1
     assert capsys.readouterr().err == (

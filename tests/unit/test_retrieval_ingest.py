@@ -165,6 +165,18 @@ def test_a_retriever_never_creates_its_collection(tmp_path, monkeypatch):
     assert [c.name for c in make_client(settings).list_collections()] == ["askbetter"]
 
 
+def test_a_retriever_refuses_an_empty_collection_before_the_embedding_model_loads(tmp_path, monkeypatch):
+    settings = Settings(chroma_path=tmp_path / "chroma")
+    open_collection(settings, embedding_function=HashEmbedding())
+
+    def no_model(*args):
+        raise AssertionError("the embedding model was loaded")
+
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function", no_model)
+    with pytest.raises(RetrievalError, match=r"^collection 'askbetter' is empty: run `askbetter ingest PATH` first$"):
+        ChromaRetriever.from_settings(settings)
+
+
 def test_a_collection_keeps_its_embedding_function_and_its_data(tmp_path, corpus):
     settings = Settings(chroma_path=tmp_path / "chroma", collection="kept")
     collection = open_collection(settings, embedding_function=HashEmbedding())

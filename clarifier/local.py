@@ -102,7 +102,8 @@ class LocalClarifier:
 
     @torch.inference_mode()
     def question(self, messages: list[Message], documents: list[Document] | None = None) -> str:
-        """Generate one clarification question (CLEAR is suppressed at the first position)."""
+        """Generate one clarification question (CLEAR is suppressed at the first position); one
+        cut off at `max_question_tokens` ends at its last whole sentence (`clean_question`)."""
         tok = self.loaded.tokenizer
         ids = self._ids(messages, documents)
         with self.loaded.lock:
@@ -114,8 +115,10 @@ class LocalClarifier:
                 begin_suppress_tokens=[self._clear_id],
                 pad_token_id=pad_token_id(tok),
             )
-        text = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
-        return clean_question(text) or FALLBACK_QUESTION
+        new = out[0, ids.shape[1]:]
+        # stopped by the cap, not by an end-of-turn token
+        capped = len(new) == self.max_question_tokens and new[-1].item() not in tok.all_special_ids
+        return clean_question(tok.decode(new, skip_special_tokens=True), capped) or FALLBACK_QUESTION
 
     def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
         score = self.score(messages, documents)

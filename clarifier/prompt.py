@@ -240,9 +240,15 @@ def clear_token_id(tokenizer) -> int:
     return tokenizer(CLEAR, add_special_tokens=False).input_ids[0]
 
 
-def clean_question(text: str) -> str:
-    """The first line of a generated answer, cut after its first question mark."""
+def clean_question(text: str, capped: bool = False) -> str:
+    """The first line of a generated answer, cut after its first question mark. When the
+    generation stopped at its token cap (`capped`) inside that line, a line without a question
+    mark that does not end a sentence is unfinished: it ends at its last whole sentence, or, with
+    none, with "..." (as a cut passage is marked)."""
     line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
     if "?" in line:
-        line = line[: line.index("?") + 1]
+        return line[: line.index("?") + 1]
+    if capped and line and "\n" not in text.lstrip() and not line.endswith((".", "!")):
+        ends = [m.start() for m in _SENTENCE_END.finditer(line)]
+        return line[: ends[-1]] if ends else line.rstrip(" ,;:-") + "..."
     return line

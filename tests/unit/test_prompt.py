@@ -174,3 +174,17 @@ def test_few_shot_adds_example_turns_and_unknown_style_fails() -> None:
 )
 def test_clean_question(raw: str, expected: str) -> None:
     assert clean_question(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("There are two offices. Which one do you", "There are two offices."),
+     ("Which of the offices in Berlin, Boston,", "Which of the offices in Berlin, Boston..."),
+     ("Which office do you mean? Berlin or", "Which office do you mean?"),
+     ("There are two offices.", "There are two offices."),
+     ("Which office do you mean\n", "Which office do you mean"),  # the line ended before the cap
+     ("Which office do you mean\nThere are", "Which office do you mean"),
+     ("", "")],
+)
+def test_clean_question_of_a_generation_stopped_at_its_cap(raw: str, expected: str) -> None:
+    assert clean_question(raw, capped=True) == expected

@@ -113,12 +113,15 @@ def _check_outputs(paths: dict[str, Path | None], folders: bool) -> None:
         if path is None:
             continue
         flag = f"--{option.replace('_', '-')} {path}"
-        if path.exists() and path.is_dir() != folders:
-            raise UsageError(f"{flag} is a {other}: name a {wanted}")
-        parent = next(p for p in path.parents if p.exists())  # the root always exists
-        if not parent.is_dir():
-            raise UsageError(f"{flag}: {parent} is a file, not a folder")
-        if not os.access(path if path.exists() else parent, os.W_OK):
+        if path.exists():
+            if path.is_dir() != folders:
+                raise UsageError(f"{flag} is a {other}: name a {wanted}")
+            writable = path
+        else:  # absolute: a relative path's parents end before the working folder's (`.` has none)
+            writable = next(p for p in path.absolute().parents if p.exists())  # the root always exists
+            if not writable.is_dir():
+                raise UsageError(f"{flag}: {writable} is a file, not a folder")
+        if not os.access(writable, os.W_OK):
             raise UsageError(f"{flag}: no permission to write there")
 
 

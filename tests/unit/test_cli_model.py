@@ -165,6 +165,18 @@ def test_an_existing_output_folder_needs_write_permission_on_itself_only(tmp_pat
         check_output_folders(out_dir=tmp_path / "new")
 
 
+@pytest.mark.parametrize("relative", [".", "", "run", "run/deeper"])
+def test_a_relative_output_folder_is_checked_against_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: str
+) -> None:
+    """`--out .` (the working folder, whose relative path has no parents) passes like any other
+    writable folder; a missing one is checked against the working folder."""
+    from askbetter.cli_model import check_output_folders
+
+    monkeypatch.chdir(tmp_path)
+    check_output_folders(out=Path(relative))
+
+
 def test_eval_baselines_honours_no_questions(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
     from askbetter.clarifier import baselines, evaluate
 

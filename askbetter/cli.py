@@ -48,14 +48,14 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--post-check", action=argparse.BooleanOptionalAction, help="check after retrieval")
 
 
-def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
+def settings_from(args: argparse.Namespace) -> Settings:
     """Settings from the environment, overridden by the options given on the command line, checked
     as the graph checks its run context (`Settings.validate`)."""
     names = ("collection", "chroma_path", "adapter", "threshold", "top_k", "max_rounds", "pre_check",
              "post_check", "ask_mode")
     given = {name: getattr(args, name, None) for name in names}
     try:
-        settings = Settings.from_env(**{**given, **overrides})
+        settings = Settings.from_env(**given)
     except ValueError as exc:  # a bad environment variable or option value
         raise UsageError(str(exc)) from exc
     if given["chroma_path"] is not None and settings.chroma_host:

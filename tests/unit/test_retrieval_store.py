@@ -79,3 +79,18 @@ def test_a_server_that_stops_answering_mid_run_is_reported_as_unreachable(chroma
     with pytest.raises(RetrievalError) as caught:
         retriever.search("parking")
     assert str(caught.value) == unreachable
+
+
+def test_a_retriever_over_a_server_refuses_a_missing_or_empty_collection_before_the_embedding_model_loads(
+        chroma_server, monkeypatch):
+    """The collection `list_collections` gives over HTTP is counted as an embedded one is."""
+    settings, _ = chroma_server
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function",
+                        lambda *args: pytest.fail("the embedding model was loaded"))
+    with pytest.raises(RetrievalError, match=r"^collection 'served' does not exist \(collections here: none\)"):
+        ChromaRetriever.from_settings(settings)
+    collection = open_collection(settings, embedding_function=HashEmbedding())
+    with pytest.raises(RetrievalError, match=r"^collection 'served' is empty: run `askbetter ingest PATH` first$"):
+        ChromaRetriever.from_settings(settings)
+    collection.add(ids=["p"], documents=["Parking costs 5 euros."])
+    assert ChromaRetriever.from_settings(settings, embedding_function=HashEmbedding()).search("parking", k=1)

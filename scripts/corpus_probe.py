@@ -10,8 +10,8 @@ question itself or by the dialog before it (`hard-negative`). The passages are t
 user turns joined (a crude standalone query, so no model takes part in building the file).
 The labels and reference questions are hand-written; 36 examples are a probe, not a measurement.
 
-    python scripts/corpus_probe.py runs/corpus_probe.jsonl
-    askbetter eval runs/corpus_probe.jsonl --no-questions --predictions runs/corpus_probe.pred.jsonl
+    python scripts/corpus_probe.py runs/eval/corpus_probe.jsonl
+    askbetter eval runs/eval/corpus_probe.jsonl --no-questions --predictions runs/eval/corpus_probe.pred.jsonl
 """
 
 import sys

@@ -22,7 +22,10 @@ class ScriptedModel:
         self.ids = TOKENIZER(text, add_special_tokens=False).input_ids
 
     def generate(self, input_ids: torch.Tensor, max_new_tokens: int, **kwargs) -> torch.Tensor:
-        return torch.cat([input_ids, torch.tensor([self.ids[:max_new_tokens]])], dim=1)
+        new = self.ids[:max_new_tokens]
+        if TOKENIZER.eos_token_id in new:
+            new = new[: new.index(TOKENIZER.eos_token_id) + 1]
+        return torch.cat([input_ids, torch.tensor([new])], dim=1)
 
 
 @pytest.mark.parametrize(("answer", "cap", "shown"), [
@@ -31,6 +34,7 @@ class ScriptedModel:
     ("Which office do you mean , sync", 4, "Which office do you..."),
     ("Which office do you mean <|im_end|>", 6, "Which office do you mean"),  # it ended at the cap
     ("Which office do you mean", 40, "Which office do you mean"),  # it ended before the cap
+    ("Which office <|im_end|> do you mean", 4, "Which office"),  # it ended before the cap, at its end of turn
 ])
 def test_a_question_cut_off_at_the_cap_ends_at_its_last_whole_sentence(answer: str, cap: int, shown: str) -> None:
     clarifier = LocalClarifier(LoadedModel(ScriptedModel(answer), TOKENIZER), max_question_tokens=cap)

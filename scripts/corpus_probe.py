@@ -50,7 +50,7 @@ CASES: tuple[Case, ...] = (
     Case("How do I export my data?", "Do you want to export from Nimbus Cloud or from Nimbus Desktop?"),
     Case("How do backups work?", BOTH_PRODUCTS),
     Case("How long are backups kept?", BOTH_PRODUCTS),
-    Case("How much does a team license cost?", "Do you mean Nimbus Desktop Team licenses or the Nimbus Cloud Team plan?"),
+    Case("What is the price for a team?", "Do you mean Nimbus Desktop Team licenses or the Nimbus Cloud Team plan?"),
     Case("Where can I park?", BOTH_OFFICES),
     Case("When is the IT help desk open?", BOTH_OFFICES),
     Case("What is the office address?", BOTH_OFFICES),
@@ -84,7 +84,7 @@ CASES: tuple[Case, ...] = (
     Case("When is the help desk open?", None, (
         "I'm in the Berlin office and my laptop broke.",
         "Sorry to hear that. The IT help desk can repair or replace it.")),
-    Case("How much does a team license cost?", None, (
+    Case("What is the price for a team?", None, (
         "We want to buy Nimbus Desktop for our team.",
         "Nimbus Desktop is sold as a one-time license.")),
     Case("How long are backups kept?", None, (
@@ -104,7 +104,7 @@ CASES: tuple[Case, ...] = (
         "I have a job interview at Halcyon Works next week.",
         "Good luck! Interviews take place in the office of the team you applied to.")),
     Case("How long is it kept?", "Do you mean Nimbus Cloud's backups or its Audit Log entries?", (
-        "Our Nimbus Cloud workspace is on the Team plan, with the Audit Log and backups.",
+        "Our Nimbus Cloud workspace is on the Team plan, with the Audit Log and a daily backup.",
         "The Team plan includes both.")),
 )
 

@@ -27,6 +27,7 @@ from tqdm import tqdm
 from askbetter.clarifier.contrast import with_contrasts
 from askbetter.clarifier.examples import Example, check_documents, read_examples
 from askbetter.clarifier.prompt import CLEAR, TUNED_STYLES, clear_token_id, prompt_ids
+from askbetter.clarifier.smalltalk import TRAIN_OPENINGS, pick, with_opening
 from askbetter.settings import MIN_INPUT_TOKENS, Settings, device_problem
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,9 @@ class TrainConfig:
     # member's log P(CLEAR) at the first answer position to exceed each clarify member's by
     # `PAIR_MARGIN` (so that a pair teaches what tells its members apart, not a shift of both)
     pair_margin_weight: float = 0.0
+    # this share of the units (a contrast unit as one) gets a greeting exchange before each
+    # conversation (smalltalk.TRAIN_OPENINGS; a label-preserving change, chosen by the seed)
+    smalltalk_share: float = 0.0
     dev_examples: int = 400  # dev examples scored to pick the threshold (0: none, 0.5 until calibrated)
     max_input_tokens: int = 320  # prompt content budget (conversation + passages)
     # "tuned", or "tuned-question-last": after the passages, the judged turn once more (prompt.py)
@@ -105,6 +109,8 @@ class TrainConfig:
         for name in ("warmup_share", "lora_dropout"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must lie in [0, 1), not {getattr(self, name)}")
+        if not 0 <= self.smalltalk_share <= 1:
+            raise ValueError(f"smalltalk_share must lie in [0, 1], not {self.smalltalk_share}")
         problem = device_problem(self.device)
         if problem:
             raise ValueError(f"device {problem}")
@@ -190,6 +196,15 @@ def collate(items: list[Encoded], pad_id: int, multiple: int = 32) -> dict[str, 
         first[r, e.n_prompt] = True
     return {"input_ids": ids, "labels": labels, "attention_mask": mask, "first": first,
             "unit": units, "clear": clear}
+
+
+def with_smalltalk(units: list[list[Example]], share: float, seed: int) -> list[list[Example]]:
+    """`units` with a greeting exchange before every member of a `share` of them, the same
+    greeting within a unit (so a contrast pair still differs only in what tells it apart)."""
+    rng = random.Random(f"smalltalk-{seed}")
+    chosen = set(rng.sample(range(len(units)), round(share * len(units))))
+    return [[with_opening(e, pick(f"{seed}:{unit[0]['id']}", TRAIN_OPENINGS)) for e in unit]
+            if u in chosen else unit for u, unit in enumerate(units)]
 
 
 def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, first: torch.Tensor,
@@ -420,6 +435,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
                                 cfg.stratum_by_kind)
                 if cfg.max_examples else pool)
     grouped = with_contrasts(examples, pool) if cfg.contrast_pairs else [[e] for e in examples]
+    if cfg.smalltalk_share:
+        grouped = with_smalltalk(grouped, cfg.smalltalk_share, cfg.seed)
     examples = [e for unit in grouped for e in unit]
     items: list[Encoded] = []
     units: list[list[int]] = []  # the positions in `items` of each unit of `grouped`

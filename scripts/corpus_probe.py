@@ -133,6 +133,6 @@ def build(settings: Settings) -> list[Example]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python scripts/corpus_probe.py OUT.jsonl")
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):  # --help is not an output path
+        sys.exit(__doc__)
     write_examples(Path(sys.argv[1]), build(Settings.from_env()))

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from askbetter.settings import AskMode, Settings
@@ -48,17 +47,15 @@ def run_demo(settings: Settings | None = None, out: TextIO = sys.stdout) -> int:
 
     from askbetter.clarifier.local import LocalClarifier
     from askbetter.graph.factory import create_clarifying_rag
-    from askbetter.retrieval.corpus import bundled_corpus_dir
-    from askbetter.retrieval.ingest import ingest
-    from askbetter.retrieval.store import ChromaRetriever, make_client, open_collection
+    from askbetter.retrieval.corpus import ephemeral_corpus_collection
+    from askbetter.retrieval.store import ChromaRetriever
 
-    settings = replace(settings or Settings.from_env(), collection=f"askbetter-demo-{uuid.uuid4().hex[:8]}")
+    settings = settings or Settings.from_env()
     started = time.monotonic()
     say = _printer(out)
 
     say("== Set-up: the bundled corpus into a fresh in-memory Chroma collection")
-    collection = open_collection(settings, client=make_client(settings, ephemeral=True))
-    report = ingest([bundled_corpus_dir()], collection, settings.chunk_size, settings.chunk_overlap, progress=False)
+    collection, report = ephemeral_corpus_collection(settings, "askbetter-demo")
     say(f"   {report.summary()}")
     say("== Loading the clarifier (the answer model shares its weights)")
     clarifier = LocalClarifier.from_settings(settings)

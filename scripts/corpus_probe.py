@@ -15,15 +15,13 @@ The labels and reference questions are hand-written; 36 examples are a probe, no
 """
 
 import sys
-import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from askbetter.clarifier.examples import Example, write_examples
 from askbetter.clarifier.source_common import document, make_example
-from askbetter.retrieval.corpus import bundled_corpus_dir
-from askbetter.retrieval.ingest import ingest
-from askbetter.retrieval.store import ChromaRetriever, make_client, open_collection
+from askbetter.retrieval.corpus import ephemeral_corpus_collection
+from askbetter.retrieval.store import ChromaRetriever
 from askbetter.settings import Settings
 
 
@@ -117,9 +115,7 @@ def _messages(case: Case) -> list[dict[str, str]]:
 
 def build(settings: Settings) -> list[Example]:
     """Every case as a `post` example over the passages retrieved for its user turns."""
-    settings = replace(settings, collection=f"askbetter-probe-{uuid.uuid4().hex[:8]}")
-    collection = open_collection(settings, client=make_client(settings, ephemeral=True))
-    ingest([bundled_corpus_dir()], collection, settings.chunk_size, settings.chunk_overlap, progress=False)
+    collection, _ = ephemeral_corpus_collection(settings, "askbetter-probe")
     retriever = ChromaRetriever(collection)
     examples = []
     for number, case in enumerate(CASES):

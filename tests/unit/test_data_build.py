@@ -230,16 +230,6 @@ def test_or_sharc_groups_by_page_so_the_rules_of_a_page_share_a_split():
         assert all(len(s) == 1 for s in splits.values())
 
 
-def test_or_sharc_shows_each_rule_text_in_one_split_only():
-    for seed in (13, 14):
-        splits = defaultdict(set)
-        for group, ex in source_or_sharc.convert(RAW, seed):
-            for doc in ex["documents"]:
-                splits[doc["text"]].add(split_of(group, seed))
-        assert len(set().union(*splits.values())) > 1
-        assert all(len(s) == 1 for s in splits.values())
-
-
 def test_or_sharc_gold_snippet_on_two_pages_is_an_error(tmp_path):
     shutil.copytree(RAW / "or-sharc", tmp_path / "or-sharc")
     path = tmp_path / "or-sharc" / source_or_sharc.FILES[1]
@@ -262,10 +252,12 @@ def test_hard_negative_d_ambignq_passages_support_one_reading():
         assert len(shared) == 1 and len(ex["documents"]) == len(both["documents"]) == 2
 
 
-def test_ambignq_distractor_passages_come_from_the_questions_split():
+@pytest.mark.parametrize("source", [source_or_sharc, source_ambignq], ids=["or-sharc rules", "ambignq distractors"])
+def test_each_passage_text_shows_in_one_split_only(source):
+    """OR-ShARC's rule texts and AmbigNQ's distractor passages come from the example's own split."""
     for seed in (13, 14):
         splits = defaultdict(set)
-        for group, ex in source_ambignq.convert(RAW, seed):
+        for group, ex in source.convert(RAW, seed):
             for doc in ex["documents"]:
                 splits[doc["text"]].add(split_of(group, seed))
         assert len(set().union(*splits.values())) > 1

@@ -6,7 +6,7 @@ same with it as without. `write` copies a file of examples with one such exchang
 (`smalltalk.PROBE_OPENINGS`, picked by the example's id; training's greetings are others) before
 each conversation; `flips` compares the `--predictions` of
 `askbetter eval` on the plain and the prefixed file: accuracy of each, decisions that changed,
-and the mean absolute change of the score.
+the mean absolute change of the score, and the changed decisions per source and setting.
 
     python scripts/smalltalk_prefix.py write data/dev.unseen.jsonl runs/eval/dev.greet.jsonl
     askbetter eval data/dev.unseen.jsonl --no-questions --predictions runs/eval/dev.pred.jsonl
@@ -15,6 +15,7 @@ and the mean absolute change of the score.
 """
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 from askbetter.clarifier.evaluate import read_predictions
@@ -35,9 +36,14 @@ def flips(plain_file: Path, prefixed_file: Path) -> str:
     changed = [(a, b) for a, b in pairs if a["decision"] != b["decision"]]
     to_clear = sum(a["decision"] for a, _ in changed)
     drift = sum(abs(a["score"] - b["score"]) for a, b in pairs) / n
+    cells = Counter((b["source"], b["setting"]) for _, b in pairs)
+    changed_in = Counter((b["source"], b["setting"]) for _, b in changed)
+    per_cell = "; ".join(f"{source} {setting} {changed_in[source, setting]} of {size}"
+                         for (source, setting), size in sorted(cells.items()))
     return (f"{n} examples: accuracy {right[0] / n:.1%} plain, {right[1] / n:.1%} with an opening greeting\n"
             f"decisions changed: {len(changed)} ({len(changed) / n:.1%}): {to_clear} from clarify to clear, "
-            f"{len(changed) - to_clear} from clear to clarify; mean |score change| {drift:.3f}")
+            f"{len(changed) - to_clear} from clear to clarify; mean |score change| {drift:.3f}\n"
+            f"changed per source and setting: {per_cell}")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ def test_flips_counts_changed_decisions_and_the_score_drift(tmp_path):
     assert "accuracy 100.0% plain, 50.0% with an opening greeting" in report
     assert "decisions changed: 2 (50.0%): 1 from clarify to clear, 1 from clear to clarify" in report
     assert "mean |score change| 0.275" in report
+    assert report.endswith("changed per source and setting: s pre 2 of 4")
 
 
 def test_flips_refuses_predictions_of_other_examples(tmp_path):

@@ -21,7 +21,6 @@ from askbetter.clarifier.types import Document, Message
 from askbetter.text import NOT_UTF8, encodes_as_utf8
 
 Setting = Literal["pre", "post"]
-KINDS = ("ambiguous", "underspecified", "missing-fact", "hard-negative", "clear")
 UNKNOWN = "unknown"  # the kind or source of an example whose file does not give one
 
 

@@ -8,7 +8,7 @@ sentence-transformers model id or a local folder.
 from __future__ import annotations
 
 import importlib.util
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,7 +50,7 @@ def load_sentence_transformer(spec: str, device: str = "cpu") -> "SentenceTransf
     return _load(resolve_embedding_model(spec), device)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name_or_path: str, device: str) -> "SentenceTransformer":
     from sentence_transformers import SentenceTransformer
 

@@ -136,15 +136,26 @@ def open_collection(
 
 
 def _existing_collection(client: "ClientAPI", name: str) -> "Collection":
-    """The collection `name` as Chroma lists it, without its embedding function (enough to count
-    its chunks), or a `RetrievalError` naming the collections there."""
-    collections = {collection.name: collection for collection in client.list_collections()}
-    if name not in collections:
+    """The collection `name` without its embedding function (enough to count its chunks), or a
+    `RetrievalError` naming the collections there."""
+    from chromadb.errors import NotFoundError
+
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except NotFoundError as exc:
+        here = ", ".join(sorted(_collection_names(client))) or "none"
         raise RetrievalError(
-            f"collection {name!r} does not exist (collections here: {', '.join(sorted(collections)) or 'none'}); "
-            "run `askbetter ingest PATH` first"
-        )
-    return collections[name]
+            f"collection {name!r} does not exist (collections here: {here}); run `askbetter ingest PATH` first"
+        ) from exc
+
+
+def _collection_names(client: "ClientAPI", page: int = 100) -> list[str]:
+    """The names of all the collections in the client's database, read page by page (a server may
+    give fewer than `page` at a time)."""
+    names: list[str] = []
+    while batch := client.list_collections(limit=page, offset=len(names)):
+        names += [collection.name for collection in batch]
+    return names
 
 
 def _require_chunks(collection: "Collection") -> None:

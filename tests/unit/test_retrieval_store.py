@@ -83,7 +83,7 @@ def test_a_server_that_stops_answering_mid_run_is_reported_as_unreachable(chroma
 
 def test_a_retriever_over_a_server_refuses_a_missing_or_empty_collection_before_the_embedding_model_loads(
         chroma_server, monkeypatch):
-    """The collection `list_collections` gives over HTTP is counted as an embedded one is."""
+    """The collection `get_collection` gives over HTTP is counted as an embedded one is."""
     settings, _ = chroma_server
     monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function",
                         lambda *args: pytest.fail("the embedding model was loaded"))
@@ -94,3 +94,34 @@ def test_a_retriever_over_a_server_refuses_a_missing_or_empty_collection_before_
         ChromaRetriever.from_settings(settings)
     collection.add(ids=["p"], documents=["Parking costs 5 euros."])
     assert ChromaRetriever.from_settings(settings, embedding_function=HashEmbedding()).search("parking", k=1)
+
+
+class PagedClient:
+    """A client whose `list_collections` gives at most `page` collections per call, whatever
+    `limit` asks: a Chroma that pages its listing."""
+
+    def __init__(self, client, page: int) -> None:
+        self.client = client
+        self.page = page
+
+    def list_collections(self, limit=None, offset=None):
+        return self.client.list_collections(limit=min(limit or self.page, self.page), offset=offset)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def test_a_retriever_finds_its_collection_on_any_page_of_collections(tmp_path, monkeypatch):
+    client = make_client(Settings(chroma_path=tmp_path))
+    names = ["alpha", "beta", "gamma"]
+    for name in names:
+        client.create_collection(name, embedding_function=None).add(ids=["p"], documents=["x"], embeddings=[[1.0]])
+    paged = PagedClient(client, page=1)
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function", lambda *args: None)
+    for name in names:
+        assert ChromaRetriever.from_settings(Settings(collection=name), client=paged).collection.name == name
+    with pytest.raises(RetrievalError) as caught:
+        ChromaRetriever.from_settings(Settings(collection="delta"), client=paged)
+    assert str(caught.value) == (
+        "collection 'delta' does not exist (collections here: alpha, beta, gamma); run `askbetter ingest PATH` first"
+    )

@@ -6,6 +6,7 @@ same list. Nothing here imports the rest of the package, so any module may impor
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -32,6 +33,8 @@ DTYPES = {"auto": "auto", "float32": "float32", "fp32": "float32", "bfloat16": "
           "bf16": "bfloat16", "float16": "float16", "fp16": "float16"}
 #: torch devices a setting may name.
 DEVICE_PATTERN = re.compile(r"(cpu|mps|cuda(:\d+)?)")
+#: The collection names Chroma accepts, but for its other two rules: no ".." and not an IPv4 address.
+COLLECTION_NAME_PATTERN = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")
 #: The smallest prompt budget: a short question and the chat template's own tokens.
 MIN_INPUT_TOKENS = 64
 #: The most passages a turn retrieves: the answer prompt holds only a few within its budget.
@@ -135,6 +138,7 @@ class Settings:
                              f"with chunk_size {self.chunk_size}")
         for name in ("base_model", "answer_model", "embedding_model"):
             _check_model_folder(name, getattr(self, name))
+        _check_collection_name(self.collection)
         check_dtype(self.dtype)
         problem = device_problem(self.device)
         if problem:
@@ -185,6 +189,24 @@ def _check_model_folder(name: str, spec: str) -> None:
     checked when the model loads."""
     if names_a_path(spec) and not Path(spec).expanduser().is_dir():
         raise ValueError(f"{name} ({ENV_VARS[name]}) names the folder {spec}, which does not exist")
+
+
+def _check_collection_name(name: str) -> None:
+    """Refuse a collection name Chroma would refuse, before the store opens or any model loads
+    (chromadb's Python `check_index_name` keeps an older rule than its Rust core enforces)."""
+    if COLLECTION_NAME_PATTERN.fullmatch(name) and ".." not in name and not _is_ipv4_address(name):
+        return
+    raise ValueError(f"collection ({ENV_VARS['collection']}) must be 3 to 512 characters from a-z, A-Z, 0-9, "
+                     "'.', '_' and '-', start and end with a letter or digit, hold no '..' and not be an IPv4 "
+                     f"address, not {name!r}")
+
+
+def _is_ipv4_address(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _device_available(device: str) -> bool:

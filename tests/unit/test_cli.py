@@ -222,6 +222,21 @@ def test_asking_a_missing_or_empty_collection_fails_before_any_model_loads(tmp_p
     assert "error: collection 'askbetter' is empty: run `askbetter ingest PATH` first" in capsys.readouterr().err
 
 
+def test_a_collection_name_chroma_refuses_is_a_clear_error_before_any_model_loads(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function",
+                        lambda *args: pytest.fail("the embedding model was loaded"))
+    (tmp_path / "a.md").write_text("# A\n\nSync is on.")
+    store = tmp_path / "chroma"
+    rule = ("askbetter: error: collection (ASKBETTER_COLLECTION) must be 3 to 512 characters from a-z, A-Z, 0-9, "
+            "'.', '_' and '-', start and end with a letter or digit, hold no '..' and not be an IPv4 address, not 't1'\n")
+    assert cli.main(["ingest", str(tmp_path), "--chroma-path", str(store), "--collection", "t1"]) == 1
+    assert capsys.readouterr().err == rule
+    monkeypatch.setenv("ASKBETTER_COLLECTION", "t1")
+    assert cli.main(["ingest", str(tmp_path), "--chroma-path", str(store)]) == 1
+    assert capsys.readouterr().err == rule
+    assert not store.exists()
+
+
 def test_chat_reports_a_failed_turn_and_goes_on(monkeypatch, capsys):
     class FlakyRetriever(StaticRetriever):
         def search(self, query, k=4):

@@ -2,6 +2,7 @@
 
 import re
 
+import chromadb
 import pytest
 import torch
 
@@ -45,3 +46,30 @@ def test_a_device_torch_does_not_have_is_refused_before_any_model_loads(monkeypa
 def test_a_model_folder_that_exists_or_a_hub_id_is_accepted(tmp_path) -> None:
     s = Settings.from_env({"ASKBETTER_ANSWER_MODEL": str(tmp_path), "ASKBETTER_BASE_MODEL": "org/model"})
     assert (s.answer_model, s.base_model) == (str(tmp_path), "org/model")
+
+
+COLLECTION_RULE = ("collection (ASKBETTER_COLLECTION) must be 3 to 512 characters from a-z, A-Z, 0-9, '.', '_' and "
+                   "'-', start and end with a letter or digit, hold no '..' and not be an IPv4 address, not ")
+
+
+@pytest.mark.parametrize("name", ["t1", "-ab", "ab-", "a b", "ab\u00e9", "a..b", "1.2.3.4", "a" * 513])
+def test_a_collection_name_chroma_refuses_is_refused_by_the_settings(name: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        Settings.from_env({"ASKBETTER_COLLECTION": name})
+    assert str(caught.value) == COLLECTION_RULE + repr(name)
+
+
+@pytest.mark.parametrize("name", ["t1", "-ab", "a b", "a..b", "1.2.3.4", "a" * 513,  # refused
+                                  "abc", "a.-_b", "A-9", "999.1.2.3", "01.2.3.4", "1.2.3.4.5", "a" * 512])
+def test_the_settings_refuse_a_collection_name_when_chroma_does(name: str) -> None:
+    try:
+        chromadb.EphemeralClient().get_or_create_collection(name, embedding_function=None)
+        chroma_refuses = False
+    except chromadb.errors.InvalidArgumentError:
+        chroma_refuses = True
+    try:
+        Settings.from_env({"ASKBETTER_COLLECTION": name})
+        settings_refuse = False
+    except ValueError:
+        settings_refuse = True
+    assert settings_refuse == chroma_refuses

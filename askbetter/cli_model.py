@@ -107,7 +107,8 @@ def check_output_folders(**paths: Path) -> None:
 
 def _check_outputs(paths: dict[str, Path | None], folders: bool) -> None:
     """What `check_output_files` (`folders` False) and `check_output_folders` check. Writing
-    needs permission on the path when it exists, else on the nearest folder above it."""
+    needs permission on the path when it exists, else on the nearest folder above it; writing
+    into a folder needs permission to enter it (search) too."""
     wanted, other = ("folder", "file") if folders else ("file", "folder")
     for option, path in paths.items():
         if path is None:
@@ -123,6 +124,8 @@ def _check_outputs(paths: dict[str, Path | None], folders: bool) -> None:
                 raise UsageError(f"{flag}: {writable} is a file, not a folder")
         if not os.access(writable, os.W_OK):
             raise UsageError(f"{flag}: no permission to write there")
+        if writable.is_dir() and not os.access(writable, os.X_OK):
+            raise UsageError(f"{flag}: no permission to enter {writable}")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

@@ -165,6 +165,42 @@ def test_an_existing_output_folder_needs_write_permission_on_itself_only(tmp_pat
         check_output_folders(out_dir=tmp_path / "new")
 
 
+@pytest.mark.parametrize(("folders", "name", "existing"), [(False, "report.json", False), (True, "run", True),
+                                                          (True, "run", False)])
+def test_an_output_place_in_a_folder_without_search_permission_is_refused(
+    tmp_path: Path, monkeypatch, folders: bool, name: str, existing: bool
+) -> None:
+    """Writing into a folder needs search permission on it too: `os.access` says what a user who
+    may write to the folder but not enter it would get (the tests run as root)."""
+    import os
+
+    from askbetter.cli import UsageError
+    from askbetter.cli_model import check_output_files, check_output_folders
+
+    out = tmp_path / name
+    if existing:
+        out.mkdir()
+    denied = out if existing else tmp_path  # the folder itself, or the folder it would go into
+    real_access = os.access
+    monkeypatch.setattr(os, "access",
+                        lambda path, mode: not (Path(path) == denied and mode & os.X_OK) and real_access(path, mode))
+    check = check_output_folders if folders else check_output_files
+    option = "out_dir" if folders else "json"
+    flag = "--out-dir" if folders else "--json"
+    with pytest.raises(UsageError) as caught:
+        check(**{option: out})
+    assert str(caught.value) == f"{flag} {out}: no permission to enter {denied}"
+
+
+def test_an_existing_output_file_needs_no_execute_permission(tmp_path: Path) -> None:
+    from askbetter.cli_model import check_output_files
+
+    out = tmp_path / "report.json"
+    out.write_text("{}")
+    out.chmod(0o644)  # not executable, even by root
+    check_output_files(json=out)
+
+
 @pytest.mark.parametrize("relative", [".", "", "run", "run/deeper"])
 def test_a_relative_output_folder_is_checked_against_the_working_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: str

@@ -63,7 +63,17 @@ HEADER_TOKENS = 16
 # left for it, less the tokens of its speaker label ("User: ")
 MIN_TAIL_TOKENS = 16
 SPEAKER_TOKENS = 3
+# where `excerpt` splits a passage into sentences: the split the adapters were trained with
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# periods that do not end a sentence of a generated question (a decimal point, as in "3.5", has
+# no space after it)
+_ABBREVIATIONS = ("e.g", "i.e", "etc", "vs", "Mr", "Mrs", "Ms", "Dr")
+# in a generated question a sentence ends at ".", "!" or "?", or at a closing quote or bracket
+# right after one, but not at an abbreviation's period
+_STOP = (r"(?:(?<=[.!?])|(?<=[.!?][\"'\u201d\u2019)\]]))"
+         + "".join(rf"(?<!\b{re.escape(a)}\.)" for a in _ABBREVIATIONS))
+_QUESTION_SENTENCE_END = re.compile(rf"{_STOP}\s+", re.IGNORECASE)
+_ENDS_A_SENTENCE = re.compile(rf"{_STOP}$", re.IGNORECASE)
 
 
 def cut_middle(tokenizer, ids: list[int], keep: int, marker: str) -> str:
@@ -248,7 +258,7 @@ def clean_question(text: str, capped: bool = False) -> str:
     line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
     if "?" in line:
         return line[: line.index("?") + 1]
-    if capped and line and "\n" not in text.lstrip() and not line.endswith((".", "!")):
-        ends = [m.start() for m in _SENTENCE_END.finditer(line)]
-        return line[: ends[-1]] if ends else line.rstrip(" ,;:-") + "..."
+    if capped and line and "\n" not in text.lstrip() and not _ENDS_A_SENTENCE.search(line):
+        ends = [m.start() for m in _QUESTION_SENTENCE_END.finditer(line)]
+        return line[: ends[-1]] if ends else line.rstrip(" ,;:-.") + "..."
     return line

@@ -188,3 +188,20 @@ def test_clean_question(raw: str, expected: str) -> None:
 )
 def test_clean_question_of_a_generation_stopped_at_its_cap(raw: str, expected: str) -> None:
     assert clean_question(raw, capped=True) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [('He said "Which one."', 'He said "Which one."'),
+     ("Do you mean the fee (see the policy.)", "Do you mean the fee (see the policy.)"),
+     ('He asked "Which one." Then he', 'He asked "Which one."'),
+     ("You may mean a city, e.g. Berlin or", "You may mean a city, e.g. Berlin or..."),
+     ("There are two. Cities, i.e. Berlin or", "There are two."),
+     ("Do you mean the one by Dr. Smith, or", "Do you mean the one by Dr. Smith, or..."),
+     ("Do you mean Berlin vs. Boston, or", "Do you mean Berlin vs. Boston, or..."),
+     ("Do you mean cities, e.g.", "Do you mean cities, e.g..."),
+     ("Do you mean Python 3.5 or", "Do you mean Python 3.5 or...")],
+)
+def test_a_capped_line_ends_at_a_sentence_end_not_at_a_closing_mark_or_an_abbreviation(
+        raw: str, expected: str) -> None:
+    assert clean_question(raw, capped=True) == expected

@@ -38,6 +38,16 @@ def write_adapter_config(adapter: Path, config: dict) -> None:
     (adapter / CLARIFIER_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
 
 
+def end_of_sequence_ids(loaded: LoadedModel) -> set[int]:
+    """The ids `generate` stops on: the model's `generation_config.eos_token_id` (an int, a list
+    or none), and the tokenizer's end-of-sequence id."""
+    eos = loaded.model.generation_config.eos_token_id
+    ids = {eos} if isinstance(eos, int) else set(eos or ())
+    if loaded.tokenizer.eos_token_id is not None:
+        ids.add(loaded.tokenizer.eos_token_id)
+    return ids
+
+
 class LocalClarifier:
     """Implements `askbetter.clarifier.types.Clarifier` with a local causal LM."""
 
@@ -116,8 +126,9 @@ class LocalClarifier:
                 pad_token_id=pad_token_id(tok),
             )
         new = out[0, ids.shape[1]:]
-        # stopped by the cap, not by an end-of-turn token
-        capped = len(new) == self.max_question_tokens and new[-1].item() not in tok.all_special_ids
+        # stopped by the cap, not by an end-of-sequence token
+        capped = (len(new) == self.max_question_tokens
+                  and new[-1].item() not in end_of_sequence_ids(self.loaded))
         return clean_question(tok.decode(new, skip_special_tokens=True), capped) or FALLBACK_QUESTION
 
     def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:

@@ -22,7 +22,6 @@ from askbetter.graph.context import default_context
 from askbetter.settings import MAX_TOP_K, Settings
 from askbetter.text import encodes_as_utf8
 
-Handler = Callable[[argparse.Namespace], int]
 PROMPT = "you> "
 
 

@@ -78,8 +78,8 @@ def _persistent_client(path: Path) -> "ClientAPI":
     except OSError as exc:
         reason = exc.strerror or exc
         raise RetrievalError(f"cannot create the Chroma folder {path}: {reason}; {hint}") from exc
-    if not os.access(path, os.W_OK):
-        raise RetrievalError(f"the Chroma folder {path} is not writable; {hint}")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise RetrievalError(f"the Chroma folder {path} is not writable (or cannot be entered); {hint}")
     try:
         return chromadb.PersistentClient(path=str(path))
     except (ChromaError, OSError) as exc:

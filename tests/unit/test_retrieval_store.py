@@ -1,5 +1,7 @@
 """Chroma clients: which one the settings pick, and clear errors when the store is unusable."""
 
+import os
+
 import chromadb
 import pytest
 from chromadb.errors import InternalError
@@ -38,9 +40,10 @@ def test_chroma_path_below_a_file_cannot_be_created(tmp_path):
         make_client(Settings(chroma_path=tmp_path / "file" / "chroma"))
 
 
-def test_chroma_folder_that_is_not_writable(tmp_path, monkeypatch):
+@pytest.mark.parametrize("denied", [os.W_OK, os.X_OK], ids=["write", "search"])
+def test_chroma_folder_that_is_not_writable(tmp_path, monkeypatch, denied):
     # chmod cannot stop root, who runs CI here: stand in for the permission check instead
-    monkeypatch.setattr("askbetter.retrieval.store.os.access", lambda path, mode: False)
+    monkeypatch.setattr("askbetter.retrieval.store.os.access", lambda path, mode: not mode & denied)
     with pytest.raises(RetrievalError, match=f"the Chroma folder {tmp_path} is not writable"):
         make_client(Settings(chroma_path=tmp_path))
 

@@ -54,6 +54,7 @@ GROUPS = ("leaking", "others")
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"[.!?]")
 
+Splits = dict[str, list[Example]]  # "train" and each of `HELD_OUT`: the examples of its file
 Counts = dict[tuple[str, str], Counter[str]]  # per (source, split), the counts of `COLUMNS`
 Leak = tuple[str, str, str]  # ("turn" or "passage", example id, the text)
 Row = dict[str, Any]  # one line of a `--predictions` file
@@ -90,16 +91,22 @@ def is_heading(text: str) -> bool:
     return len(text.split()) <= HEADING_WORDS and not _SENTENCE_END.search(text)
 
 
-def find_leaks(folder: Path) -> tuple[Counts, list[Leak]]:
-    """What the dev and test files of `folder` share with its train file (see the module)."""
-    train = read_examples(folder / "train.jsonl")
+def read_splits(folder: Path) -> Splits:
+    """The train and `HELD_OUT` examples of a built data folder, each file read once."""
+    return {split: read_examples(folder / f"{split}.jsonl") for split in ("train", *HELD_OUT)}
+
+
+def find_leaks(splits: Splits) -> tuple[Counts, list[Leak]]:
+    """What the dev and test examples of `read_splits` share with its train examples (see the
+    module)."""
+    train = splits["train"]
     turns = {turn_key(ex["messages"][-1]["content"]) for ex in train}
     conversations = {conversation_key(ex) for ex in train}
     passages = {passage_key(d["text"]) for ex in train for d in ex["documents"]}
     counts: Counts = defaultdict(Counter)
     leaks: list[Leak] = []
     for split in HELD_OUT:
-        for ex in read_examples(folder / f"{split}.jsonl"):
+        for ex in splits[split]:
             row = counts[(ex["source"], split)]
             row["examples"] += 1
             turn = turn_key(ex["messages"][-1]["content"])
@@ -118,11 +125,11 @@ def find_leaks(folder: Path) -> tuple[Counts, list[Leak]]:
     return counts, leaks
 
 
-def held_out_split(folder: Path, ids: set[str]) -> str | None:
-    """The held-out split of `folder` that holds every one of `ids`; None when none does or `ids`
-    is empty."""
+def held_out_split(splits: Splits, ids: set[str]) -> str | None:
+    """The held-out split of `read_splits` that holds every one of `ids`; None when none does or
+    `ids` is empty."""
     for split in HELD_OUT:
-        if ids and ids <= {ex["id"] for ex in read_examples(folder / f"{split}.jsonl")}:
+        if ids and ids <= {ex["id"] for ex in splits[split]}:
             return split
     return None
 
@@ -191,11 +198,12 @@ def main(folder: str, predictions: str | None = None) -> int:
     """Print the leaks of `folder` (and, given a `--predictions` file, the figures of its leaking
     examples beside the others'); 1 when there are leaks, 2 for predictions of no held-out
     split, else 0."""
-    counts, leaks = find_leaks(Path(folder))
+    splits = read_splits(Path(folder))
+    counts, leaks = find_leaks(splits)
     print_counts(counts, leaks)
     if predictions is not None:
         rows = read_predictions(predictions)
-        split = held_out_split(Path(folder), {r["id"] for r in rows})
+        split = held_out_split(splits, {r["id"] for r in rows})
         if split is None:
             print(f"{predictions}: not examples of one held-out split of {folder}",
                   file=sys.stderr)

@@ -42,7 +42,7 @@ def test_shared_turns_leak_alone_or_after_the_same_history_unless_generic(tmp_pa
            ex("d3", [*DAVIS, user(ALBUMS)]),  # after another dialog: asks about something else
            ex("d4", [*ZAPPA, user(ALBUMS + "!")]),  # after the same dialog: a leak
            ex("d5", [user("Yes")])]  # short: generic
-    counts, leaks = split_leaks.find_leaks(folder(tmp_path, dev, []))
+    counts, leaks = split_leaks.find_leaks(split_leaks.read_splits(folder(tmp_path, dev, [])))
     assert counts[("s", "dev")] == Counter({"examples": 5, "turn shared": 4, "turn leaks": 2})
     assert [(what, i) for what, i, _ in leaks] == [("turn", "d1"), ("turn", "d4")]
 
@@ -50,7 +50,7 @@ def test_shared_turns_leak_alone_or_after_the_same_history_unless_generic(tmp_pa
 def test_shared_passages_leak_unless_they_are_headings(tmp_path: Path) -> None:
     test = [ex("e1", [user("Am I eligible?")], (" ".join(RULE.split()), "Another rule.")),
             ex("e2", [user("Am I eligible?")], ("Cash Flows", "Another rule."))]
-    counts, leaks = split_leaks.find_leaks(folder(tmp_path, [], test))
+    counts, leaks = split_leaks.find_leaks(split_leaks.read_splits(folder(tmp_path, [], test)))
     assert counts[("s", "test")] == Counter(
         {"examples": 2, "passage shared": 2, "passage leaks": 1}
     )
@@ -124,3 +124,11 @@ def test_predictions_of_no_held_out_split_exit_2(tmp_path: Path,
     for wrong in (mixed, empty):
         assert split_leaks.main(str(data), wrong) == 2
         assert "not examples of one held-out split" in capsys.readouterr().err
+
+
+def test_main_reads_each_split_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = folder(tmp_path, [], LEAK_TEST)
+    read, read_examples = [], split_leaks.read_examples
+    monkeypatch.setattr(split_leaks, "read_examples", lambda path: read.append(path.name) or read_examples(path))
+    assert split_leaks.main(str(data), predictions(tmp_path / "test.pred.jsonl", LEAK_PREDICTIONS)) == 1
+    assert sorted(read) == ["dev.jsonl", "test.jsonl", "train.jsonl"]

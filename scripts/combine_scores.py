@@ -8,8 +8,8 @@ the threshold is not scored in-sample). Weight 0 is B alone.
     python scripts/combine_scores.py runs/fresh1/dev2.pred.jsonl runs/eval/dev.s19.pred.jsonl
 """
 
+import argparse
 import random
-import sys
 
 from scipy.special import expit, logit
 from sklearn.metrics import roc_auc_score
@@ -44,6 +44,10 @@ def main(path_a: str, path_b: str, seed: int = 0) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("predictions_a", help="adapter A's --predictions file")
+    parser.add_argument("predictions_b",
+                        help="adapter B's --predictions file, on the same examples")
+    args = parser.parse_args()
+    main(args.predictions_a, args.predictions_b)

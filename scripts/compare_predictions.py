@@ -23,7 +23,7 @@ with `--at` (a threshold scan).
     python scripts/compare_predictions.py --at=0.5,0.65 s6=runs/s6/dev.pred.jsonl
 """
 
-import sys
+import argparse
 from collections.abc import Callable
 
 from askbetter.clarifier.crowding import SUFFIX as CROWDED_SUFFIX
@@ -84,14 +84,21 @@ def _figures(rows: list[dict], decide: Callable[[dict], bool]) -> str:
     return f"{100 * f['accuracy']:.1f}%{both}"
 
 
-def main(args: list[str]) -> int:
-    scan = [float(t) for a in args if a.startswith("--at=")
-            for t in a.removeprefix("--at=").split(",")]  # fmt: skip
-    args = [a for a in args if not a.startswith("--at=")]
-    if not args or any("=" not in a for a in args):
-        print(__doc__, file=sys.stderr)
-        return 2
-    runs = {name: read_predictions(path) for name, path in (a.split("=", 1) for a in args)}
+def run_file(arg: str) -> tuple[str, str]:
+    """A NAME=PATH argument as (name, path)."""
+    name, is_pair, path = arg.partition("=")
+    if not is_pair:
+        raise argparse.ArgumentTypeError(f"{arg!r} is not NAME=PATH")
+    return name, path
+
+
+def thresholds(arg: str) -> list[float]:
+    """An `--at` argument: thresholds separated by commas."""
+    return [float(t) for t in arg.split(",")]
+
+
+def main(files: list[tuple[str, str]], scan: list[float]) -> None:
+    runs = {name: read_predictions(path) for name, path in files}
     ids = {name: [r["id"] for r in rows] for name, rows in runs.items()}
     if len({tuple(v) for v in ids.values()}) > 1:
         raise SystemExit("the prediction files do not hold the same examples in the same order")
@@ -107,8 +114,14 @@ def main(args: list[str]) -> int:
         for label, decide in rules:
             cells = [_figures([r for r in rows if test(r)], decide) for test in SUBSETS.values()]
             print(f"| {label} | " + " | ".join(cells) + " |")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", type=run_file, metavar="NAME=PATH",
+                        help="a run's name and its --predictions file")
+    parser.add_argument("--at", type=thresholds, action="extend", default=[], metavar="T,...",
+                        help="thresholds to score every run at as well (repeatable)")
+    args = parser.parse_intermixed_args()
+    main(args.runs, args.at)

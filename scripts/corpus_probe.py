@@ -14,7 +14,7 @@ The labels and reference questions are hand-written; 36 examples are a probe, no
     askbetter eval runs/eval/corpus_probe.jsonl --no-questions --predictions runs/eval/corpus_probe.pred.jsonl
 """
 
-import sys
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,6 +129,7 @@ def build(settings: Settings) -> list[Example]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):  # --help is not an output path
-        sys.exit(__doc__)
-    write_examples(Path(sys.argv[1]), build(Settings.from_env()))
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path, help="the examples file to write")
+    write_examples(parser.parse_args().out, build(Settings.from_env()))

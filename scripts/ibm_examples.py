@@ -12,8 +12,8 @@ example carries a placeholder one (it counts for the decision only; run eval wit
     askbetter eval runs/ibm.jsonl --no-questions --predictions runs/ibm.pred.jsonl
 """
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 from askbetter.clarifier.examples import Example, write_examples
@@ -42,4 +42,10 @@ def main(folder: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", type=Path,
+                        help="the fixtures folder, ibm-query-clarification-format")
+    parser.add_argument("out", type=Path, help="the examples file to write")
+    args = parser.parse_args()
+    main(args.folder, args.out)

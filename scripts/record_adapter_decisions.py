@@ -9,8 +9,8 @@ come from the test split less those the shipped adapter trained on (`clarifier/a
     python scripts/record_adapter_decisions.py data/test.unseen.jsonl tests/fixtures/adapter_decisions.jsonl
 """
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 from askbetter.clarifier.examples import check_documents, read_examples
@@ -41,4 +41,10 @@ def main(test_file: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("test_file", type=Path,
+                        help="the examples to pick from, data/test.unseen.jsonl")
+    parser.add_argument("out", type=Path, help="the file of recorded decisions to write")
+    args = parser.parse_args()
+    main(args.test_file, args.out)

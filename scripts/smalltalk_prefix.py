@@ -14,7 +14,7 @@ the mean absolute change of the score, and the changed decisions per source and 
     python scripts/smalltalk_prefix.py flips runs/eval/dev.pred.jsonl runs/eval/dev.greet.pred.jsonl
 """
 
-import sys
+import argparse
 from collections import Counter
 from pathlib import Path
 
@@ -47,10 +47,18 @@ def flips(plain_file: Path, prefixed_file: Path) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "write":
-        examples = read_examples(Path(sys.argv[2]))
-        write_examples(Path(sys.argv[3]), [with_opening(e, pick(e["id"], PROBE_OPENINGS)) for e in examples])
-    elif len(sys.argv) == 4 and sys.argv[1] == "flips":
-        print(flips(Path(sys.argv[2]), Path(sys.argv[3])))
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("write", help="copy examples with a greeting before each conversation")
+    p.add_argument("examples", type=Path, help="the examples file to copy")
+    p.add_argument("out", type=Path, help="the examples file to write")
+    p = sub.add_parser("flips", help="compare the predictions on the plain and the prefixed file")
+    p.add_argument("plain", type=Path, help="--predictions on the plain file")
+    p.add_argument("prefixed", type=Path, help="--predictions on the prefixed file")
+    args = parser.parse_args()
+    if args.command == "write":
+        examples = read_examples(args.examples)
+        write_examples(args.out, [with_opening(e, pick(e["id"], PROBE_OPENINGS)) for e in examples])
     else:
-        sys.exit(__doc__)
+        print(flips(args.plain, args.prefixed))

@@ -32,6 +32,7 @@ without it; predictions that are not examples of one held-out split exit with 2.
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from collections import Counter, defaultdict
@@ -216,7 +217,10 @@ def main(folder: str, predictions: str | None = None) -> int:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if len(args) not in (1, 3) or (len(args) == 3 and args[1] != "--predictions"):
-        sys.exit(__doc__)
-    sys.exit(main(args[0], args[2] if len(args) == 3 else None))
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", help="a built data folder (train/dev/test.jsonl)")
+    parser.add_argument("--predictions", metavar="FILE",
+                        help="the --predictions file of `askbetter eval` on one held-out split")
+    args = parser.parse_args()
+    sys.exit(main(args.folder, args.predictions))

@@ -9,7 +9,7 @@ no more than surface cues of the question there.
     python scripts/surface_baseline.py data
 """
 
-import sys
+import argparse
 from collections import defaultdict
 from pathlib import Path
 
@@ -66,6 +66,7 @@ def main(data_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python scripts/surface_baseline.py DATA_DIR (with train/dev/test.jsonl)")
-    main(Path(sys.argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_dir", type=Path, help="a built data folder (train/dev/test.jsonl)")
+    main(parser.parse_args().data_dir)

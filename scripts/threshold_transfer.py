@@ -11,6 +11,7 @@ bound, not a result). One markdown row per source, then the unweighted mean over
     python scripts/threshold_transfer.py runs/eval/dev.pred.jsonl
 """
 
+import argparse
 import sys
 
 from askbetter.clarifier.evaluate import read_predictions
@@ -50,6 +51,7 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("predictions", help="the --predictions file of `askbetter eval`")
+    main(parser.parse_args().predictions)

@@ -35,13 +35,39 @@ log = logging.getLogger(__name__)
 PAIR_MARGIN = 1.0  # nats of log P(CLEAR) between a contrast unit's clear and clarify members
 
 
-# the smallest value of each numeric TrainConfig field that has one (0 where 0 means "none" or
-# "all"); lr and lora_alpha must be above 0, warmup_share and lora_dropout below 1
-_AT_LEAST: dict[str, float] = {
-    "max_examples": 0, "stratum_power": 0, "pair_margin_weight": 0, "dev_examples": 0,
-    "max_input_tokens": MIN_INPUT_TOKENS, "max_target_tokens": 1, "epochs": 1, "batch_tokens": 1,
-    "max_batch_size": 1, "lora_r": 1, "first_token_weight": 0, "checkpoint_every": 1,
-    "threads": 0, "max_steps": 0,
+@dataclass(frozen=True)
+class _Range:
+    """The values a numeric TrainConfig field may take: `low` up to `high`, each bound itself
+    allowed unless open."""
+
+    low: float
+    high: float = math.inf
+    low_open: bool = False
+    high_open: bool = False
+
+    def admits(self, value: float) -> bool:
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below  # also False for NaN
+
+    def rule(self) -> str:
+        """What a value must do, for a message: "be 1 or more", "be above 0", "lie in [0, 1)"."""
+        if self.high == math.inf:
+            return f"be above {self.low}" if self.low_open else f"be {self.low} or more"
+        return (f"lie in {'(' if self.low_open else '['}{self.low}, "
+                f"{self.high}{')' if self.high_open else ']'}")
+
+
+# each numeric TrainConfig field that has bounds (a low bound of 0 where 0 means "none" or "all")
+_RANGES: dict[str, _Range] = {
+    "max_examples": _Range(0), "stratum_power": _Range(0), "pair_margin_weight": _Range(0),
+    "smalltalk_share": _Range(0, 1), "dev_examples": _Range(0),
+    "max_input_tokens": _Range(MIN_INPUT_TOKENS), "max_target_tokens": _Range(1),
+    "epochs": _Range(1), "batch_tokens": _Range(1), "max_batch_size": _Range(1),
+    "lr": _Range(0, low_open=True), "warmup_share": _Range(0, 1, high_open=True),
+    "lora_r": _Range(1), "lora_alpha": _Range(0, low_open=True),
+    "lora_dropout": _Range(0, 1, high_open=True), "first_token_weight": _Range(0),
+    "checkpoint_every": _Range(1), "threads": _Range(0), "max_steps": _Range(0),
 }
 
 
@@ -100,17 +126,9 @@ class TrainConfig:
             value = getattr(self, f.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"{f.name} must be a finite number, not {value}")
-        for name, low in _AT_LEAST.items():
-            if not getattr(self, name) >= low:  # also catches NaN
-                raise ValueError(f"{name} must be {low} or more, not {getattr(self, name)}")
-        for name in ("lr", "lora_alpha"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be above 0, not {getattr(self, name)}")
-        for name in ("warmup_share", "lora_dropout"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"{name} must lie in [0, 1), not {getattr(self, name)}")
-        if not 0 <= self.smalltalk_share <= 1:
-            raise ValueError(f"smalltalk_share must lie in [0, 1], not {self.smalltalk_share}")
+        for name, allowed in _RANGES.items():
+            if not allowed.admits(getattr(self, name)):
+                raise ValueError(f"{name} must {allowed.rule()}, not {getattr(self, name)}")
         problem = device_problem(self.device)
         if problem:
             raise ValueError(f"device {problem}")

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,9 @@ def test_a_share_of_the_units_gets_one_greeting_for_all_its_members():
 
 @pytest.mark.parametrize("share", [-0.1, 1.5])
 def test_a_share_outside_zero_to_one_is_refused(share):
-    with pytest.raises(ValueError, match="smalltalk_share"):
+    with pytest.raises(ValueError, match=re.escape(f"smalltalk_share must lie in [0, 1], not {share}")):
         TrainConfig(smalltalk_share=share)
+    assert TrainConfig(smalltalk_share=1.0).smalltalk_share == 1.0  # a closed range: 1 is allowed
 
 
 def test_the_probe_measures_greetings_training_never_used():

@@ -4,6 +4,7 @@ in both ask modes, and clear errors (exit 1, no traceback) for bad input."""
 from __future__ import annotations
 
 import io
+import os
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -299,3 +300,15 @@ def test_top_k_out_of_range_is_a_clear_error(capsys, top_k):
     assert capsys.readouterr().err == (
         f"askbetter: error: top_k (ASKBETTER_TOP_K) must be between 1 and 20, not {top_k}\n"
     )
+
+
+def test_a_reader_that_stops_reading_stdout_ends_the_command_without_a_traceback(monkeypatch, capsys):
+    """`askbetter ask ... | head -1`: the pipe closes while the turn is printed."""
+    use_fake_graph(monkeypatch, ScriptedClarifier(pre=[None], post=[None]))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with os.fdopen(write_end, "w") as closed_pipe:
+        monkeypatch.setattr("sys.stdout", closed_pipe)
+        assert cli.main(["ask", "How do I turn on sync in Nimbus Desktop?"]) == 1
+        print("flushed at exit", file=closed_pipe, flush=True)  # what Python's exit does: no second error
+    assert capsys.readouterr().err == ""

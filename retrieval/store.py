@@ -16,15 +16,18 @@ from askbetter.retrieval.errors import RetrievalError
 from askbetter.retrieval.types import Passage
 from askbetter.settings import Settings
 
+CHROMA_DB_FILE = "chroma.sqlite3"  # what a PersistentClient keeps in its folder
+
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
     from chromadb.api.types import EmbeddingFunction
 
 
-def make_client(settings: Settings, *, ephemeral: bool = False) -> "ClientAPI":
+def make_client(settings: Settings, *, ephemeral: bool = False, create: bool = True) -> "ClientAPI":
     """An in-memory client when `ephemeral` (tests), an `HttpClient` when `settings.chroma_host` is
-    set, else an embedded `PersistentClient` on `settings.chroma_path`."""
+    set, else an embedded `PersistentClient` on `settings.chroma_path` (when not `create`, a folder
+    holding no Chroma store raises `RetrievalError` instead of getting one)."""
     import chromadb
 
     if ephemeral:
@@ -35,7 +38,7 @@ def make_client(settings: Settings, *, ephemeral: bool = False) -> "ClientAPI":
         except Exception as exc:  # chromadb raises a bare ValueError, httpx its own errors
             message = _unreachable(settings.chroma_host, settings.chroma_port, exc, str(settings.chroma_path))
             raise RetrievalError(message) from exc
-    return _persistent_client(Path(settings.chroma_path))
+    return _persistent_client(Path(settings.chroma_path), create)
 
 
 def _unreachable(host: str, port: int, exc: Exception, path: str | None = None) -> str:
@@ -66,13 +69,16 @@ def chroma_errors(failure: str, advice: str = "") -> Iterator[None]:
         raise RetrievalError(f"{failure}: {_explain(exc)}{tail}") from exc
 
 
-def _persistent_client(path: Path) -> "ClientAPI":
+def _persistent_client(path: Path, create: bool = True) -> "ClientAPI":
     import chromadb
     from chromadb.errors import ChromaError
 
     hint = "set ASKBETTER_CHROMA_PATH to a writable folder"
     if path.exists() and not path.is_dir():
         raise RetrievalError(f"the Chroma path {path} is a file, not a folder; {hint}")
+    if not create and not (path / CHROMA_DB_FILE).is_file():  # a mistyped path, or the documents' folder
+        raise RetrievalError(f"there is no Chroma store in {path}: run `askbetter ingest PATH` first, or set "
+                             "ASKBETTER_CHROMA_PATH (--chroma-path) to the folder it stored into")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -112,7 +118,7 @@ def open_collection(
     `settings.embedding_model` on `settings.device` (loaded once the collection is known to exist
     and, when not `create`, to hold chunks).
     """
-    client = client if client is not None else make_client(settings)
+    client = client if client is not None else make_client(settings, create=create)
     name = settings.collection
     with chroma_errors(f"cannot open collection {name!r}"):
         if not create:

@@ -312,3 +312,23 @@ def test_a_reader_that_stops_reading_stdout_ends_the_command_without_a_traceback
         assert cli.main(["ask", "How do I turn on sync in Nimbus Desktop?"]) == 1
         print("flushed at exit", file=closed_pipe, flush=True)  # what Python's exit does: no second error
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("command", ["ask", "chat"])
+def test_asking_a_folder_that_holds_no_chroma_store_creates_none_there(tmp_path, monkeypatch, capsys, command):
+    """A mistyped --chroma-path, or the documents' folder named by mistake, gets no chroma.sqlite3."""
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function",
+                        lambda *args: pytest.fail("the embedding model was loaded"))
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nSync is on.")
+    for folder in (tmp_path / "chrom", docs):
+        arguments = [command, "How do I turn on sync?"] if command == "ask" else [command]
+        assert cli.main([*arguments, "--chroma-path", str(folder)]) == 1
+        assert capsys.readouterr().err == (
+            f"askbetter: error: there is no Chroma store in {folder}: run `askbetter ingest PATH` first, or set "
+            "ASKBETTER_CHROMA_PATH (--chroma-path) to the folder it stored into\n"
+        )
+    assert not (tmp_path / "chrom").exists()
+    assert [path.name for path in docs.iterdir()] == ["a.md"]

@@ -78,15 +78,24 @@ def require_utf8(text: str, what: str) -> None:
         raise UsageError(f"the {what} is not UTF-8 text: set the terminal's encoding to UTF-8")
 
 
+def check_adapter(settings: Settings) -> None:
+    """Report an adapter folder that is missing, lacks a file or holds a corrupt one before any
+    model loads (`resolve_adapter` reads the files' headers only)."""
+    from askbetter.clarifier.assets import resolve_adapter
+
+    resolve_adapter(settings.adapter)
+
+
 def build_graph(settings: Settings) -> Any:
-    """The default graph with an in-memory checkpointer. The Chroma collection is opened now, so
-    an unreachable store, or a collection missing or empty, is reported before any model loads
-    (and no collection is created)."""
+    """The default graph with an in-memory checkpointer. The adapter is checked and the Chroma
+    collection opened now, so a broken adapter folder, an unreachable store, or a collection
+    missing or empty, is reported before any model loads (and no collection is created)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     from askbetter.graph.factory import create_clarifying_rag
     from askbetter.retrieval.store import ChromaRetriever
 
+    check_adapter(settings)
     retriever = ChromaRetriever.from_settings(settings)
     return create_clarifying_rag(retriever=retriever, settings=settings).compile(checkpointer=InMemorySaver())
 
@@ -196,7 +205,9 @@ def add_demo(subparsers: Any) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from askbetter.demo import run_demo
 
-    return run_demo(settings_from(args))
+    settings = settings_from(args)
+    check_adapter(settings)
+    return run_demo(settings)
 
 
 def _model_subcommands() -> list[Callable[[Any], None]]:

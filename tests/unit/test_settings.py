@@ -31,6 +31,11 @@ def test_defaults_and_overrides_from_the_environment() -> None:
     ("ASKBETTER_BASE_MODEL", "./no-such-model", "base_model (ASKBETTER_BASE_MODEL) names the folder ./no-such-model"),
     ("ASKBETTER_EMBEDDING_MODEL", "~/no-such-minilm",
      "embedding_model (ASKBETTER_EMBEDDING_MODEL) names the folder ~/no-such-minilm, which does not exist"),
+    ("ASKBETTER_BASE_MODEL", "bundled:smollm2-360m", "base_model (ASKBETTER_BASE_MODEL) names no bundled model: "
+     "'bundled:smollm2-360m'; the bundled one is 'bundled:smollm2-135m-instruct'"),
+    ("ASKBETTER_ANSWER_MODEL", "bundled:", "answer_model (ASKBETTER_ANSWER_MODEL) names no bundled model: 'bundled:'"),
+    ("ASKBETTER_EMBEDDING_MODEL", "bundled:bert", "embedding_model (ASKBETTER_EMBEDDING_MODEL) names no bundled "
+     "model: 'bundled:bert'; the bundled one is 'bundled:all-minilm-l6-v2'"),
 ])
 def test_out_of_range_values_name_the_setting_and_its_variable(variable: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):

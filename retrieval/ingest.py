@@ -130,8 +130,9 @@ def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:
     """Files named directly (any type: unsupported ones get reported), plus the supported files
     under each folder, recursively, skipping hidden ones; in order, without repeats.
 
-    Raises `RetrievalError` for a missing path, or when only folders are named and none of them
-    holds a supported file (naming the other files found there)."""
+    Raises `RetrievalError` for a missing path, one that is neither a file nor a folder (a named
+    pipe), or when only folders are named and none of them holds a supported file (naming the
+    other files found there)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     found: dict[Path, None] = {}
@@ -142,6 +143,8 @@ def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:
         if not path.exists():
             raise RetrievalError(f"{path} does not exist")
         if not path.is_dir():
+            if not path.is_file():  # a named pipe or a device: reading it may wait for ever
+                raise RetrievalError(f"{path} is neither a file nor a folder")
             found.setdefault(path, None)
             continue
         folders.append(path)

@@ -1,6 +1,7 @@
 """Ingestion and search over an in-memory Chroma with a tiny hashing embedding function."""
 
 import json
+import os
 import re
 import uuid
 
@@ -15,6 +16,7 @@ from askbetter.retrieval import (
     make_client,
     open_collection,
 )
+from askbetter.retrieval.ingest import find_files
 from askbetter.settings import Settings
 from hash_embedding import FailingEmbedding, HashEmbedding
 
@@ -108,6 +110,14 @@ def test_missing_path_is_a_clear_error(settings, client, tmp_path):
     collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
     with pytest.raises(RetrievalError, match="nowhere.md does not exist"):
         ingest([tmp_path / "nowhere.md"], collection, progress=False)
+
+
+def test_a_named_pipe_is_refused_not_read(tmp_path):
+    """Reading a FIFO waits for a writer that never comes: `askbetter ingest notes.txt` would hang."""
+    fifo = tmp_path / "notes.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(RetrievalError, match=f"^{fifo} is neither a file nor a folder$"):
+        find_files([fifo])
 
 
 def test_search_returns_ranked_passages_with_metadata(settings, client, corpus):

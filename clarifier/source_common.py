@@ -178,24 +178,36 @@ def parsed_once(*folders: str) -> Callable[[Callable[[Path], T]], Callable[[Path
     return decorate
 
 
+def read_text(path: Path) -> str:
+    """A raw file's text, naming the file and line in the error when it is not UTF-8."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise RawDataError(f"{path}:{line}: not UTF-8 text (byte {data[exc.start]:#04x})") from exc
+
+
 def load_json(path: Path) -> Any:
     """Parse a JSON file, naming the file in the error when it is broken."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise RawDataError(f"{path}: not valid JSON: {exc}") from exc
 
 
 def load_jsonl(path: Path) -> list[Any]:
-    """Parse a JSON-lines file, naming the file and line in the error when one is broken."""
+    """Parse a JSON-lines file, naming the file and line in the error when one is broken, or the
+    file when it holds no record (an empty file: an interrupted download, not an empty dataset)."""
     records = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise RawDataError(f"{path}:{lineno}: not valid JSON: {exc}") from exc
+    for lineno, line in enumerate(read_text(path).split("\n"), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise RawDataError(f"{path}:{lineno}: not valid JSON: {exc}") from exc
+    if not records:
+        raise RawDataError(f"{path}: no records (an empty file)")
     return records
 
 

@@ -31,6 +31,7 @@ assistant answer of at least `LONG_ANSWER_CHARS`.
 from __future__ import annotations
 
 import csv
+import io
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -40,12 +41,14 @@ from pathlib import Path
 from askbetter.clarifier.source_common import (
     MAX_HISTORY_MESSAGES,
     Converted,
+    RawDataError,
     assistant,
     exchange,
     field,
     load_json,
     make_example,
     parsed_once,
+    read_text,
     require_file,
     split_of,
     stable_fraction,
@@ -303,8 +306,11 @@ def _cast(folder: Path) -> Iterator[RewritePair]:
 
 
 def _tsv_rewrites(path: Path) -> dict[str, str]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        return {row[0]: row[1] for row in csv.reader(fh, delimiter="\t") if len(row) >= 2}
+    rows = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t")
+    rewrites = {row[0]: row[1] for row in rows if len(row) >= 2}
+    if not rewrites:
+        raise RawDataError(f"{path}: no records (an empty file)")
+    return rewrites
 
 
 def _ikat(folder: Path) -> Iterator[RewritePair]:

@@ -583,6 +583,36 @@ def test_broken_json_names_the_file_and_line(tmp_path):
         build_dataset(raw, tmp_path / "out", progress=False)
 
 
+@pytest.mark.parametrize(("name", "where"), [
+    ("abg-coqa/coqa_abg_val.json", "coqa_abg_val.json:1: not UTF-8 text (byte 0xff)"),
+    ("or-sharc/open_retrieval_sharc_dev.json", "open_retrieval_sharc_dev.json:5: not UTF-8 text (byte 0xff)"),
+    ("trec-cast/2019/data/training/train_topic_sample_annotated_resolved_v1.0.tsv",
+     "train_topic_sample_annotated_resolved_v1.0.tsv:5: not UTF-8 text (byte 0xff)"),
+])
+def test_a_raw_file_not_in_utf8_names_the_file_and_line(tmp_path, name, where):
+    raw = copy_raw(tmp_path)
+    path = raw / name
+    if name.endswith(".json") and "sharc" not in name:  # one JSON document
+        path.write_bytes(b"\xff" + path.read_bytes())
+    else:  # one record a line: a bad byte on the line after the last
+        path.write_bytes(path.read_bytes() + b"\xff\n")
+    with pytest.raises(RawDataError, match=re.escape(where)):
+        build_dataset(raw, tmp_path / "out", progress=False)
+
+
+@pytest.mark.parametrize("name", [
+    "or-sharc/open_retrieval_sharc_dev.json",
+    "trec-cast/2019/data/training/train_topic_sample_annotated_resolved_v1.0.tsv",
+])
+def test_an_empty_raw_file_of_records_is_an_error_not_a_dataset_without_them(tmp_path, name):
+    """An empty JSON file is not valid JSON; an empty JSON-lines or TSV file parses as no records,
+    and would build without that dataset's part, as an interrupted download leaves it."""
+    raw = copy_raw(tmp_path)
+    (raw / name).write_text("\n")
+    with pytest.raises(RawDataError, match=re.escape(f"{Path(name).name}: no records")):
+        build_dataset(raw, tmp_path / "out", progress=False)
+
+
 def test_record_without_a_field_names_the_field(tmp_path):
     raw = copy_raw(tmp_path)
     path = raw / "pacific" / "validation.json"

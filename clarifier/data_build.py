@@ -32,8 +32,10 @@ import json
 import logging
 import math
 import time
+import traceback
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -138,16 +140,19 @@ def build_dataset(
     sources = _present_sources(raw_dir, report)
     items: list[Item] = []
     for source in tqdm(sources, desc="data build", unit="source", disable=not progress):
-        items += [Item(source.name, g, ex, split_of(g, seed))
-                  for g, ex in source.convert(raw_dir, seed)]
+        with raw_records(source.name, [raw_dir / f for f in source.folders]):
+            items += [Item(source.name, g, ex, split_of(g, seed))
+                      for g, ex in source.convert(raw_dir, seed)]
     _check_unique_ids(it.example for it in items)
     unique = _drop_repeats(items)
     report.repeats_dropped = len(items) - len(unique)
     kept = _cap_shares(_balance(unique, seed), seed)
-    pools = crowding.passage_pools(raw_dir, seed)
+    with raw_records("crowding", [raw_dir / "canard"]):
+        pools = crowding.passage_pools(raw_dir, seed)
     kept = [it._replace(example=crowding.crowd(it.example, pools.get(it.split, []), seed))
             for it in kept]
-    kept += _disambiguated_twins(kept, raw_dir, seed)
+    with raw_records("disambiguated", [raw_dir / f for f in source_ambignq.FOLDERS]):
+        kept += _disambiguated_twins(kept, raw_dir, seed)
     splits: dict[str, list[Example]] = {s: [] for s in SPLITS}
     for _, _, ex, split in kept:
         splits[split].append(ex)
@@ -159,6 +164,25 @@ def build_dataset(
         write_examples(report.files[split], examples)
     report.seconds = time.perf_counter() - start
     return report
+
+
+@contextmanager
+def raw_records(converter: str, folders: list[Path]) -> Iterator[None]:
+    """Report a raw record that a converter cannot read as a RawDataError naming its dataset
+    folders: a field deeper than those `source_common.field` checks that is missing, null or of
+    another type, or a blank question (`make_example` refuses it). The converters index the
+    datasets' published structure directly; the message gives the error and the converter's
+    line, for a dataset file that was cut or edited (or a converter's bug)."""
+    try:
+        yield
+    except RawDataError:
+        raise
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise RawDataError(
+            f"{converter}: a record under {', '.join(map(str, folders))} is not in the form the "
+            f"build reads ({type(exc).__name__}: {exc}, at {Path(frame.filename).name}:{frame.lineno}); "
+            f"is each file whole, as the dataset publishes it?") from exc
 
 
 def _disambiguated_twins(kept: list[Item], raw_dir: Path, seed: int) -> list[Item]:

@@ -623,6 +623,56 @@ def test_record_without_a_field_names_the_field(tmp_path):
         build_dataset(raw, tmp_path / "out", progress=False)
 
 
+def _spoil(records, change: str) -> None:
+    """Spoil the first record of a raw dataset file in one of the ways `change` names."""
+    first = records["data"][0] if isinstance(records, dict) else records[0]
+    {
+        "paragraph without text": lambda r: r["paragraphs"][0].pop("text"),
+        "null target question": lambda r: r["target_turn"].update(question=None),
+        "readings left out": lambda r: r["annotations"][0].pop("qaPairs"),
+        "null scenario": lambda r: r.update(scenario=None),
+        "blank question": lambda r: r["questions"][0].update(question=" "),
+        "null history": lambda r: r.update(History=None),
+        "turn without number": lambda r: r["turn"][0].pop("number"),
+        "turns not a list": lambda r: r.update(turns=None),
+    }[change](first)
+
+
+@pytest.mark.parametrize(("name", "change", "error"), [
+    ("pacific/validation.json", "paragraph without text", "KeyError: 'text'"),
+    ("abg-coqa/coqa_abg_val.json", "null target question", "AttributeError"),
+    ("ambignq/dev_light.json", "readings left out", "KeyError: 'qaPairs'"),
+    ("or-sharc/open_retrieval_sharc_dev.json", "null scenario", "AttributeError"),
+    ("pacific/validation.json", "blank question", "ValueError"),
+    ("canard/dev.json", "null history", "TypeError"),
+    ("trec-cast/2019/data/training/train_topics_v1.0.json", "turn without number", "KeyError: 'number'"),
+    ("trec-ikat/2023/data/2023_train_topics.json", "turns not a list", "TypeError"),
+])
+def test_a_raw_record_of_another_shape_is_a_raw_data_error_naming_the_dataset(
+        tmp_path, capsys, name, change, error):
+    """Fields below those `source_common.field` checks, missing, null or of another type, stop the
+    build with one line naming the dataset folder, not a traceback."""
+    from askbetter.cli import main
+
+    raw = copy_raw(tmp_path)
+    path = raw / name
+    if "sharc" in name:  # JSON lines
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        _spoil(records, change)
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    else:
+        records = json.loads(path.read_text())
+        _spoil(records, change)
+        path.write_text(json.dumps(records))
+    with pytest.raises(RawDataError, match=re.escape(str(raw / name.split("/")[0]))) as caught:
+        build_dataset(raw, tmp_path / "out", progress=False)
+    assert error in str(caught.value)
+    assert main(["data", "build", str(raw), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("askbetter: error: ") and "Traceback" not in "".join(err)
+    assert not (tmp_path / "out").exists()
+
+
 def test_repeated_inputs_are_dropped_and_conflicting_ones_entirely(tmp_path, built):
     assert built[0].repeats_dropped == 0
     raw = copy_raw(tmp_path)

@@ -128,11 +128,26 @@ def _check_outputs(paths: dict[str, Path | None], folders: bool) -> None:
             raise UsageError(f"{flag}: no permission to enter {writable}")
 
 
+def check_outputs_apart(file: Path, **paths: Path | None) -> None:
+    """UsageError, before any model loads, for an output option that names the examples `file`
+    (the run would write its report over its own data) or the file of another output option
+    (one would overwrite the other)."""
+    seen = {file.resolve(): "the examples file"}
+    for option, path in paths.items():
+        if path is None:
+            continue
+        flag = f"--{option.replace('_', '-')}"
+        taken = seen.setdefault(path.resolve(), f"the file of {flag}")
+        if taken != f"the file of {flag}":
+            raise UsageError(f"{flag} {path} is {taken}, which it would overwrite: name another file")
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from askbetter.clarifier.calibrate import run_calibrate
     from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
     check_output_files(predictions=args.predictions)
+    check_outputs_apart(args.file, predictions=args.predictions)
     try:
         record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings_from(args),
                                predictions_out=args.predictions)
@@ -169,6 +184,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise UsageError("--prompt-style is not used with --baselines: the base model runs zero-shot and "
                          "few-shot, the adapter in the style it was trained on")
     check_output_files(json=args.json_out, predictions=args.predictions, markdown=args.markdown)
+    check_outputs_apart(args.file, json=args.json_out, predictions=args.predictions, markdown=args.markdown)
     settings = settings_from(args)
     try:
         return _evaluate(args, settings)

@@ -114,6 +114,33 @@ def test_eval_refuses_an_output_it_could_not_write_before_any_model_loads(
     assert message.format(tmp=tmp_path) in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["eval", "{data}", "--json", "{data}"], "--json {data} is the examples file, which it would overwrite"),
+    (["eval", "{data}", "--predictions", "{tmp}/../{tmp.name}/x.jsonl"],
+     "--predictions {tmp}/../{tmp.name}/x.jsonl is the examples file"),
+    (["eval", "{data}", "--json", "{tmp}/out", "--predictions", "{tmp}/out"],
+     "--predictions {tmp}/out is the file of --json, which it would overwrite"),
+    (["eval", "{data}", "--baselines", "--markdown", "{data}"], "--markdown {data} is the examples file"),
+    (["calibrate", "{data}", "--adapter", "bundled", "--predictions", "{data}"],
+     "--predictions {data} is the examples file"),
+])
+def test_an_output_that_is_the_examples_file_or_another_output_is_refused_before_any_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, argv: list[str], message: str
+) -> None:
+    from askbetter.clarifier import evaluate
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(evaluate, "local_clarifier", no_model)
+    data = tmp_path / "x.jsonl"
+    text = json.dumps({"id": "a", "messages": [{"role": "user", "content": "q"}], "clarification": None}) + "\n"
+    data.write_text(text)
+    assert main([a.format(data=data, tmp=tmp_path) for a in argv]) == 1
+    assert message.format(data=data, tmp=tmp_path) in capsys.readouterr().err
+    assert data.read_text() == text and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("existing", [False, True])
 def test_an_output_file_without_write_permission_is_refused(tmp_path: Path, monkeypatch, existing: bool) -> None:
     """The permission branch, with `os.access` saying what a user without write access would get

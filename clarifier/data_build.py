@@ -316,7 +316,8 @@ def share_limits(sizes: dict[str, int], shares: dict[str, float]) -> dict[str, i
 
 
 class UnknownGroup(ValueError):
-    """A source or source and setting to leave out that no example has."""
+    """A source or source and setting to leave out that no example has (or groups that leave out
+    every example: `train` checks that)."""
 
 
 def leave_out(examples: list[Example], groups: Iterable[str]) -> list[Example]:

@@ -25,7 +25,7 @@ import torch
 from tqdm import tqdm
 
 from askbetter.clarifier.contrast import with_contrasts
-from askbetter.clarifier.examples import Example, check_documents, read_examples
+from askbetter.clarifier.examples import Example, ExampleFormatError, check_documents, read_examples
 from askbetter.clarifier.prompt import CLEAR, TUNED_STYLES, clear_token_id, prompt_ids
 from askbetter.clarifier.smalltalk import TRAIN_OPENINGS, pick, with_opening
 from askbetter.settings import MIN_INPUT_TOKENS, Settings, device_problem
@@ -410,7 +410,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         resolve_adapter,
         resolve_dtype,
     )
-    from askbetter.clarifier.data_build import balanced_sample, leave_out
+    from askbetter.clarifier.data_build import UnknownGroup, balanced_sample, leave_out
     from askbetter.clarifier.local import adapter_config
 
     settings = settings or Settings.from_env()
@@ -421,7 +421,19 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     for f in (train_file, dev_file):
         if not f.is_file():
             raise FileNotFoundError(f"{f} not found: run `askbetter data build RAW_DIR --out {cfg.data_dir}` first")
-    pool = leave_out(read_examples(train_file), cfg.exclude)  # before the model: fail fast
+    # the data is read before the model loads: a run that could not train, or not pick its
+    # threshold, stops now rather than after its steps
+    in_file = read_examples(train_file)
+    if not in_file:
+        raise ExampleFormatError(f"{train_file} holds no examples: run `askbetter data build RAW_DIR "
+                                 f"--out {cfg.data_dir}` again")
+    pool = leave_out(in_file, cfg.exclude)
+    if not pool:
+        raise UnknownGroup(f"--exclude {' '.join(cfg.exclude)} leaves out every example of {train_file}")
+    dev = read_examples(dev_file) if cfg.dev_examples else []
+    if cfg.dev_examples and not dev:
+        raise ExampleFormatError(f"{dev_file} holds no examples to pick the threshold on: build the data "
+                                 f"again, or train with --dev-examples 0 and run `askbetter calibrate` later")
     if cfg.exclude:
         log.warning("Left out %s: %d examples of %s kept", " ".join(cfg.exclude), len(pool), train_file)
     init = resolve_adapter(cfg.init_adapter)
@@ -528,7 +540,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     bar.close()
     log_file.close()
     return finish(model, tokenizer, cfg, clarifier_meta(cfg, state, len(items), total, continued),
-                  dev_file, settings.dtype)
+                  dev_file, dev, settings.dtype)
 
 
 def _truncate_log(path: Path, step: int) -> None:
@@ -547,9 +559,10 @@ def _truncate_log(path: Path, step: int) -> None:
     path.write_text("".join(line + "\n" for line in kept))
 
 
-def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dtype: str = "auto") -> Path:
+def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dev: list[Example],
+           dtype: str = "auto") -> Path:
     """Write the adapter and its clarifier config `meta` (from `clarifier_meta`), then pick the
-    threshold on dev and store it (recording the device and `dtype`, the setting the model was
+    threshold on a sample of `dev` (the examples of `dev_file`) and store it (recording the device and `dtype`, the setting the model was
     loaded with, as `askbetter calibrate` does). The adapter is usable before the dev scoring: a run
     stopped there keeps it, and `askbetter calibrate` picks the threshold later."""
     from askbetter.clarifier.assets import LoadedModel
@@ -566,8 +579,8 @@ def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dtype
     if cfg.dev_examples:
         clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens,
                                    prompt_style=cfg.prompt_style)
-        dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed)
-        record = {"file": str(dev_file), **threshold_on(dev, clarifier.score), "device": cfg.device,
+        sample = balanced_sample(dev, cfg.dev_examples, cfg.seed)
+        record = {"file": str(dev_file), **threshold_on(sample, clarifier.score), "device": cfg.device,
                   "dtype": dtype}
         store_threshold(out, record)
         log.warning("Adapter written to %s (threshold %.3f)", out, record["threshold"])

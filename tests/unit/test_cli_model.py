@@ -337,3 +337,38 @@ def test_train_refuses_target_modules_the_base_model_lacks_before_anything_is_wr
         "askbetter: error: --target-modules nope self_attn.nix: no layer of HuggingFaceTB/SmolLM2-135M-Instruct "
         "has that name; its linear layers are down_proj gate_proj k_proj lm_head o_proj q_proj up_proj v_proj\n")
     assert not run.exists()
+
+
+@pytest.mark.parametrize(("change", "options", "message"), [
+    ("empty train", [], "train.jsonl holds no examples"),
+    ("", ["--exclude", "test"], "--exclude test leaves out every example of {data}/train.jsonl"),
+    ("empty dev", [], "dev.jsonl holds no examples to pick the threshold on"),
+    ("broken dev", [], "dev.jsonl:2: not a valid example"),
+])
+def test_train_refuses_data_it_could_not_train_or_calibrate_on_before_the_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    change: str, options: list[str], message: str
+) -> None:
+    """No example to train on wrote an untrained adapter, and a dev split without one (or with a
+    broken line) stopped the run only after its last step: both are refused at the start."""
+    import askbetter.clarifier.assets as assets
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model loaded")
+
+    monkeypatch.setattr(assets, "load_base", no_model)
+    data, run = one_example_data(tmp_path), tmp_path / "run"
+    if change == "empty train":
+        (data / "train.jsonl").write_text("\n")
+    elif change == "empty dev":
+        (data / "dev.jsonl").write_text("")
+    elif change == "broken dev":
+        (data / "dev.jsonl").write_text((data / "dev.jsonl").read_text() + '{"id": "x"\n')
+    assert main(["train", "--data-dir", str(data), "--out-dir", str(run), *options]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("askbetter: error: ") and err.count("\n") == 1
+    assert message.format(data=data) in err
+    assert not run.exists()
+    if "dev" in change:  # a run without dev examples does not read dev
+        with pytest.raises(AssertionError, match="the model loaded"):
+            main(["train", "--data-dir", str(data), "--out-dir", str(run), "--dev-examples", "0"])

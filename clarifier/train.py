@@ -306,6 +306,33 @@ def check_same_options(trained: dict, cfg: TrainConfig, ckpt: Path) -> None:
             f"ones, train into a new --out-dir, or continue its weights there with --init-adapter {ckpt}")
 
 
+def check_adapter_kept(cfg: TrainConfig, adapter: dict, ckpt: dict | None) -> None:
+    """Raise CheckpointMismatch when this run would write `OUT_DIR/adapter` over one it would lose:
+    with no checkpoint (`ckpt`, its clarifier config, is None) a run starts at step 0 and
+    replaces the adapter (whose clarifier config is `adapter`) at its end; with the checkpoint
+    that adapter was written from, and the same --epochs and --max-steps, the run is finished
+    and would only write it again, its threshold picked anew over the one stored (which
+    `askbetter calibrate` may have picked since). An adapter without a threshold is written
+    again (a run stopped before its dev scoring)."""
+    if not adapter:
+        return
+    out = cfg.out_dir
+    if ckpt is None:
+        raise CheckpointMismatch(
+            f"{out / 'adapter'} is a run's adapter, and {out / 'checkpoint'} is missing: a run there "
+            f"would start at step 0 and replace it; train into a new --out-dir, or continue that "
+            f"adapter there with --init-adapter {out / 'adapter'}")
+    done, trained = adapter.get("training", {}), adapter.get("training", {}).get("config", {})
+    if (adapter.get("threshold") is not None
+            and done.get("steps") == ckpt.get("training", {}).get("steps")
+            and (trained.get("epochs"), trained.get("max_steps")) == (cfg.epochs, cfg.max_steps)):
+        raise CheckpointMismatch(
+            f"{out} holds this run, finished: its adapter (step {done.get('steps')}, threshold "
+            f"{adapter['threshold']:.3f}) would be written again and its threshold picked anew; give "
+            f"a larger --epochs or --max-steps to go on, run `askbetter calibrate` to pick the "
+            f"threshold again, or train into a new --out-dir")
+
+
 def check_resumable(saved: dict, digests: list[str], ckpt: Path) -> None:
     """Raise CheckpointMismatch when the checkpoint's steps trained on other batches than the first
     `saved["step"]` of this run's plan (whose `plan_digests` are `digests`): other data, sample or
@@ -443,6 +470,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     resuming = (ckpt / "trainer_state.pt").is_file()
     if resuming:
         check_same_options(adapter_config(ckpt).get("training", {}).get("config", {}), cfg, ckpt)
+    check_adapter_kept(cfg, adapter_config(cfg.out_dir / "adapter"), adapter_config(ckpt) if resuming else None)
 
     base = cfg.base_model or settings.base_model
     model, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)

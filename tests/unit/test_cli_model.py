@@ -372,3 +372,41 @@ def test_train_refuses_data_it_could_not_train_or_calibrate_on_before_the_model_
     if "dev" in change:  # a run without dev examples does not read dev
         with pytest.raises(AssertionError, match="the model loaded"):
             main(["train", "--data-dir", str(data), "--out-dir", str(run), "--dev-examples", "0"])
+
+
+def test_train_keeps_a_finished_run_s_adapter_before_the_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run again, a finished run wrote its adapter anew and its threshold with it (one picked by
+    `askbetter calibrate` since was lost), and without its checkpoint a new run replaced the
+    adapter: both are refused, the run folder kept; a longer run, or a run stopped before its
+    threshold, goes on."""
+    import askbetter.clarifier.assets as assets
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model loaded")
+
+    monkeypatch.setattr(assets, "load_base", no_model)
+    data, run = one_example_data(tmp_path), tmp_path / "run"
+    options = dict(data_dir=data, out_dir=run, max_steps=2, dev_examples=1)
+    training = {"steps": 2, "planned_steps": 2, "config": TrainConfig(**options).to_json()}
+    for folder, meta in [("checkpoint", {"training": training}),
+                         ("adapter", {"threshold": 0.4, "calibration": {"file": "mine.jsonl"}, "training": training})]:
+        (run / folder).mkdir(parents=True)
+        (run / folder / "askbetter_clarifier.json").write_text(json.dumps(meta))
+    (run / "checkpoint" / "trainer_state.pt").write_bytes(b"state")
+    kept = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    argv = ["train", "--data-dir", str(data), "--out-dir", str(run), "--max-steps", "2", "--dev-examples", "1"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{run} holds this run, finished: its adapter (step 2, threshold 0.400)" in err
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == kept
+    with pytest.raises(AssertionError, match="the model loaded"):
+        main([*argv, "--max-steps", "3"])  # a longer run goes on from the checkpoint
+    (run / "checkpoint" / "trainer_state.pt").unlink()
+    assert main(argv) == 1
+    assert f"{run / 'checkpoint'} is missing: a run there would start at step 0" in capsys.readouterr().err
+    (run / "checkpoint" / "trainer_state.pt").write_bytes(b"state")
+    (run / "adapter" / "askbetter_clarifier.json").write_text(json.dumps({"training": training}))
+    with pytest.raises(AssertionError, match="the model loaded"):
+        main(argv)  # no threshold yet: a run stopped in its dev scoring finishes

@@ -129,6 +129,8 @@ def build_dataset(
     raw_dir: Path, out_dir: Path, seed: int = 13, progress: bool = True
 ) -> BuildReport:
     """Convert the datasets under `raw_dir`, write `out_dir/{train,dev,test}.jsonl`, return counts.
+    A build in `out_dir` already is replaced (its three files, once all three new ones are written:
+    a build stopped before leaves it whole); other files there stay.
 
     Raises FileNotFoundError when `raw_dir` or a required dataset folder is missing, and
     RawDataError (a ValueError) naming the file when a raw file is missing or malformed. Absent
@@ -158,10 +160,14 @@ def build_dataset(
         splits[split].append(ex)
         label = "clarify" if needs_clarification(ex) else "clear"
         report.counts[(split, ex["source"], ex["setting"], ex["kind"], label)] += 1
+    staged = {}  # every split written before any replaces the last build's: never a mix of two
     for split, examples in splits.items():
         examples.sort(key=lambda ex: stable_fraction(seed, "order", ex["id"]))
         report.files[split] = out_dir / f"{split}.jsonl"
-        write_examples(report.files[split], examples)
+        staged[split] = out_dir / f"{split}.jsonl.new"
+        write_examples(staged[split], examples)
+    for split, path in staged.items():
+        path.replace(report.files[split])
     report.seconds = time.perf_counter() - start
     return report
 

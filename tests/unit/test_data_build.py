@@ -547,6 +547,27 @@ def copy_raw(tmp_path: Path, without: str | None = None) -> Path:
     return raw
 
 
+def test_a_build_stopped_while_writing_leaves_the_last_build_whole(tmp_path, monkeypatch):
+    """The new train.jsonl beside the last build's dev and test would be a mix of two builds
+    (another seed's split leaks train into dev): the three files are replaced together."""
+    from askbetter.clarifier import data_build
+
+    out = tmp_path / "out"
+    build_dataset(RAW, out, seed=13, progress=False)
+    last = {p.name: p.read_bytes() for p in out.iterdir()}
+    written, write = [], data_build.write_examples
+
+    def write_then_stop(path, examples):
+        if written:  # stopped while writing the second split
+            raise KeyboardInterrupt
+        written.append(write(path, examples))
+
+    monkeypatch.setattr(data_build, "write_examples", write_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        build_dataset(RAW, out, seed=14, progress=False)
+    assert written and {p.name: p.read_bytes() for p in out.glob("*.jsonl")} == last
+
+
 def test_missing_raw_dir_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="raw data folder not found"):
         build_dataset(tmp_path / "nowhere", tmp_path / "out", progress=False)

@@ -21,11 +21,13 @@ from pathlib import Path
 import torch
 from filelock import FileLock
 
+from askbetter.clarifier.prompt import PROMPT_STYLES
 from askbetter.settings import (
     BUNDLED_ADAPTER,
     BUNDLED_BASE_MODEL,
     BUNDLED_BASE_MODEL_HUB_ID,
     DTYPES,
+    MIN_INPUT_TOKENS,
     Settings,
     check_dtype,
     names_a_path,
@@ -173,7 +175,7 @@ def check_adapter_files(folder: Path) -> None:
     except Exception as exc:  # safetensors raises its own SafetensorError, or an OSError
         raise ModelNotFound(f"{weights} is corrupt or truncated ({exc})") from exc
     if (folder / CLARIFIER_CONFIG).is_file():
-        read_json(folder / CLARIFIER_CONFIG)
+        read_clarifier_config(folder / CLARIFIER_CONFIG)
 
 
 def read_json(path: Path) -> dict:
@@ -186,6 +188,27 @@ def read_json(path: Path) -> dict:
     if not isinstance(value, dict):
         raise ModelNotFound(f"{path} is not a JSON object")
     return value
+
+
+def read_clarifier_config(path: Path) -> dict:
+    """An adapter's clarifier config (`CLARIFIER_CONFIG`), or ModelNotFound naming the file and
+    the field when `read_json` refuses it or a field the clarifier reads holds a value it cannot
+    use (a hand-edited threshold of "high" stopped a run at its first example)."""
+    config = read_json(path)
+    threshold, budget, style = (config.get(k) for k in ("threshold", "max_input_tokens", "prompt_style"))
+    if "threshold" in config and not (_is_number(threshold) and 0 <= threshold <= 1):
+        raise ModelNotFound(f"{path}: threshold must be a number from 0 to 1, not {threshold!r}")
+    if "max_input_tokens" in config and not (
+            _is_number(budget) and isinstance(budget, int) and budget >= MIN_INPUT_TOKENS):
+        raise ModelNotFound(f"{path}: max_input_tokens must be a whole number, {MIN_INPUT_TOKENS} or more, "
+                            f"not {budget!r}")
+    if "prompt_style" in config and style not in PROMPT_STYLES:
+        raise ModelNotFound(f"{path}: prompt_style must be one of {', '.join(PROMPT_STYLES)}, not {style!r}")
+    return config
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @cache

@@ -11,7 +11,13 @@ from pathlib import Path
 
 import torch
 
-from askbetter.clarifier.assets import CLARIFIER_CONFIG, LoadedModel, load_model, pad_token_id, read_json
+from askbetter.clarifier.assets import (
+    CLARIFIER_CONFIG,
+    LoadedModel,
+    load_model,
+    pad_token_id,
+    read_clarifier_config,
+)
 from askbetter.clarifier.prompt import (
     PROMPT_STYLES,
     PromptStyle,
@@ -30,7 +36,7 @@ def adapter_config(adapter: Path | None) -> dict:
     """The clarifier settings stored with an adapter ({} when there are none)."""
     if adapter is None or not (adapter / CLARIFIER_CONFIG).is_file():
         return {}
-    return read_json(adapter / CLARIFIER_CONFIG)
+    return read_clarifier_config(adapter / CLARIFIER_CONFIG)
 
 
 def write_adapter_config(adapter: Path, config: dict) -> None:

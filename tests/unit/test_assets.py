@@ -71,6 +71,14 @@ def test_adapter_resolution(tmp_path: Path) -> None:
     ("askbetter_clarifier.json", lambda b: b"{\n", "askbetter_clarifier.json is not valid JSON"),
     ("adapter_config.json", lambda b: b"null", "adapter_config.json is not a JSON object"),
     ("askbetter_clarifier.json", lambda b: b"[0.4]", "askbetter_clarifier.json is not a JSON object"),
+    ("askbetter_clarifier.json", lambda b: b'{"threshold": "high"}',
+     "askbetter_clarifier.json: threshold must be a number from 0 to 1, not 'high'"),
+    ("askbetter_clarifier.json", lambda b: b'{"threshold": null}', "threshold must be a number from 0 to 1, not None"),
+    ("askbetter_clarifier.json", lambda b: b'{"threshold": 1.5}', "threshold must be a number from 0 to 1, not 1.5"),
+    ("askbetter_clarifier.json", lambda b: b'{"max_input_tokens": 320.5}',
+     "askbetter_clarifier.json: max_input_tokens must be a whole number, 64 or more, not 320.5"),
+    ("askbetter_clarifier.json", lambda b: b'{"prompt_style": "weird"}',
+     "askbetter_clarifier.json: prompt_style must be one of tuned, tuned-question-last, zero-shot, few-shot"),
 ])
 def test_a_damaged_adapter_file_is_named_before_any_model_loads(tmp_path: Path, name, damage, message) -> None:
     (tmp_path / "adapter_config.json").write_text("{}")

@@ -149,6 +149,8 @@ def resolve_adapter(spec: str | None) -> Path | None:
         _warn_no_bundled_adapter()
         return None
     path = Path(spec).expanduser()
+    if path.is_file():
+        raise ModelNotFound(f"{path} is a file, not an adapter folder: name the folder holding {ADAPTER_CONFIG}")
     if not path.is_dir():
         raise ModelNotFound(f"adapter folder {path} does not exist")
     check_adapter_files(path)

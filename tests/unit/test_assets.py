@@ -55,6 +55,9 @@ def test_adapter_resolution(tmp_path: Path) -> None:
     assert resolve_adapter("none") is None and resolve_adapter(None) is None
     with pytest.raises(ModelNotFound, match="does not exist"):
         resolve_adapter(str(tmp_path / "missing"))
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(ModelNotFound, match=f"{tmp_path / 'notes.txt'} is a file, not an adapter folder"):
+        resolve_adapter(str(tmp_path / "notes.txt"))
     with pytest.raises(ModelNotFound, match="adapter_config.json"):
         resolve_adapter(str(tmp_path))
     (tmp_path / "adapter_config.json").write_text("{}")

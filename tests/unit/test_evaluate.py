@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -228,6 +229,16 @@ def test_load_examples_from_elsewhere_with_bare_passages_a_blank_reference_or_no
     assert loaded[0]["documents"] == [{"id": "", "text": "first passage"}, {"id": "", "text": "second"}]
     assert loaded[1]["clarification"] is None
     assert [ex["setting"] for ex in loaded[2:]] == ["pre", "post"]
+
+
+def test_load_examples_reads_a_numeric_id_as_text_and_refuses_a_null_one(tmp_path):
+    # the predictions' ids are text (scripts/compare_predictions.py reads their suffixes)
+    [loaded] = ev.load_examples(write_jsonl(tmp_path / "numeric.jsonl", [{**EXAMPLES[0], "id": 7}]))
+    assert loaded["id"] == "7"
+    for bad in (None, ["a"], True):
+        path = write_jsonl(tmp_path / "bad_id.jsonl", [EXAMPLES[0], {**EXAMPLES[1], "id": bad}])
+        with pytest.raises(ExampleFormatError, match=re.escape(f"bad_id.jsonl:2: not a valid example: id must be a string, not {bad!r}")):
+            ev.load_examples(path)
 
 
 def test_load_examples_rejects_an_empty_judged_turn(tmp_path):

@@ -21,7 +21,8 @@ def add_data(subparsers: Any) -> None:
     actions = parser.add_subparsers(dest="data_command", required=True, metavar="ACTION")
     build = actions.add_parser("build", help="convert the raw datasets into the example schema")
     build.add_argument("raw_dir", type=Path, metavar="RAW_DIR", help="the raw datasets, e.g. ../shared/data")
-    build.add_argument("--out", type=Path, default=Path("data"), help="output folder (default: data); a build there already is replaced, other files stay")
+    build.add_argument("--out", type=Path, default=Path("data"),
+                       help="output folder (default: data); a build there already is replaced, other files stay")
     build.add_argument("--seed", type=int, default=13, help="split and sampling seed (default: 13)")
     build.set_defaults(handler=cmd_data_build)
 

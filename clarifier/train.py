@@ -590,9 +590,10 @@ def _truncate_log(path: Path, step: int) -> None:
 def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dev: list[Example],
            dtype: str = "auto") -> Path:
     """Write the adapter and its clarifier config `meta` (from `clarifier_meta`), then pick the
-    threshold on a sample of `dev` (the examples of `dev_file`) and store it (recording the device and `dtype`, the setting the model was
-    loaded with, as `askbetter calibrate` does). The adapter is usable before the dev scoring: a run
-    stopped there keeps it, and `askbetter calibrate` picks the threshold later."""
+    threshold on a sample of `dev` (the examples of `dev_file`) and store it (recording the device
+    and `dtype`, the setting the model was loaded with, as `askbetter calibrate` does). The adapter
+    is usable before the dev scoring: a run stopped there keeps it, and `askbetter calibrate` picks
+    the threshold later."""
     from askbetter.clarifier.assets import LoadedModel
     from askbetter.clarifier.calibrate import store_threshold, threshold_on
     from askbetter.clarifier.data_build import balanced_sample

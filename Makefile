@@ -39,7 +39,8 @@ DATA ?= data
 data: setup
 	$(BIN)/askbetter data build $(RAW) --out $(DATA)
 	for split in dev test; do \
-	  grep -v -F -f clarifier/adapter/trained_on.txt $(DATA)/$$split.jsonl > $(DATA)/$$split.unseen.jsonl; \
+	  grep -v -F -f clarifier/adapter/trained_on.txt $(DATA)/$$split.jsonl > $(DATA)/$$split.unseen.jsonl \
+	    || { rm -f $(DATA)/$$split.unseen.jsonl; exit 1; }; \
 	done
 
 clean:

@@ -37,3 +37,15 @@ def test_setup_runs_again_when_what_it_installs_changes_and_only_then(tmp_path: 
     out = _make("-n", "setup", cwd=tmp_path).stdout
     assert ("pip install" in out and "torch==" in out) == (changed is not None), out
 
+
+def test_data_fails_when_a_split_cannot_be_filtered(tmp_path: Path) -> None:
+    """`make data` stops with an error when dev (not only the last split) cannot be filtered, and
+    leaves no empty `dev.unseen.jsonl` behind."""
+    bin_dir, data = tmp_path / "bin", tmp_path / "data"
+    bin_dir.mkdir()
+    fake = bin_dir / "askbetter"  # a build that wrote test.jsonl but no dev.jsonl
+    fake.write_text('#!/bin/sh\nmkdir -p "$5" && echo \'{"id": "t-1"}\' > "$5/test.jsonl"\n')
+    fake.chmod(0o755)
+    done = _make("-o", "setup", "data", f"BIN={bin_dir}", f"DATA={data}", cwd=ROOT)
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert not (data / "dev.unseen.jsonl").exists()

@@ -595,7 +595,6 @@ def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dev: 
     is usable before the dev scoring: a run stopped there keeps it, and `askbetter calibrate` picks
     the threshold later."""
     from askbetter.clarifier.assets import LoadedModel
-    from askbetter.clarifier.calibrate import store_threshold, threshold_on
     from askbetter.clarifier.data_build import balanced_sample
     from askbetter.clarifier.local import DEFAULT_THRESHOLD, LocalClarifier, write_adapter_config
 
@@ -606,6 +605,9 @@ def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dev: 
     model.save_pretrained(out, save_embedding_layers=False)
     write_adapter_config(out, meta)
     if cfg.dev_examples:
+        # only here: the metrics need scikit-learn, which a lent GPU machine may lack
+        from askbetter.clarifier.calibrate import store_threshold, threshold_on
+
         clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens,
                                    prompt_style=cfg.prompt_style)
         sample = balanced_sample(dev, cfg.dev_examples, cfg.seed)

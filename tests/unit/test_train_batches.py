@@ -248,3 +248,27 @@ def test_a_kill_while_a_checkpoint_is_replaced_leaves_a_whole_one_to_resume(tmp_
 def test_an_infinite_option_value_is_refused(name: str) -> None:
     with pytest.raises(ValueError, match=f"{name} must be a finite number, not inf"):
         TrainConfig(**{name: float("inf")})
+
+
+def test_a_run_without_dev_examples_finishes_without_scikit_learn(tmp_path, monkeypatch) -> None:
+    """`--dev-examples 0` (every GPU job's option) picks no threshold, so the end of the run needs
+    none of the metrics' packages: the lent GPU machine has torch, transformers and peft, and
+    `scripts/gpu_carry.py` carries no scikit-learn."""
+    import sys
+
+    from peft import LoraConfig, get_peft_model
+
+    from askbetter.clarifier.local import adapter_config
+    from askbetter.clarifier.train import TrainConfig, finish
+    from tiny_model import tiny_llama, tiny_tokenizer
+
+    for name in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")
+                 or m in ("askbetter.clarifier.calibrate", "askbetter.clarifier.metrics")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # `import sklearn` raises ImportError
+    model = get_peft_model(tiny_llama(), LoraConfig(r=2, target_modules=["q_proj"]))
+    cfg = TrainConfig(out_dir=tmp_path / "run", dev_examples=0)
+    out = finish(model, tiny_tokenizer(), cfg, {"prompt_style": "tuned", "training": {"steps": 1}},
+                 tmp_path / "dev.jsonl", [])
+    assert out == tmp_path / "run" / "adapter" and (out / "adapter_model.safetensors").is_file()
+    assert adapter_config(out)["training"] == {"steps": 1}

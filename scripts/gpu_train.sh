@@ -60,10 +60,12 @@ train() {
     while [ $# -gt 0 ]; do
         local name=$1 options=$2
         shift 2
+        # the installed console script, not `-m askbetter.cli`: from the repository root, -m
+        # would import the source folder askbetter/, which lacks the subpackages pip maps into it
         # shellcheck disable=SC2086  # the options are meant to split into words
         PYTHONPATH="$WORK/site" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
             ASKBETTER_CACHE_DIR="$WORK/cache" PYTHONUNBUFFERED=1 \
-            timeout "$JOB_SECONDS" "$PYTHON" -m askbetter.cli train --data-dir "$WORK/data" \
+            timeout "$JOB_SECONDS" "$PYTHON" "$WORK/site/bin/askbetter" train --data-dir "$WORK/data" \
             --out-dir "$WORK/runs/$name" --device "$DEVICE" $options >"$WORK/logs/$name.log" 2>&1 &
         names+=("$name") pids+=($!)
     done

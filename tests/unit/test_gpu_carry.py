@@ -3,6 +3,10 @@
 import importlib.util
 import io
 import json
+import os
+import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -134,3 +138,43 @@ def test_unpacking_a_failed_job_keeps_its_log_and_makes_no_adapter_folder(
     with pytest.raises(SystemExit, match="train.log"):  # unpacking it again overwrites nothing
         gpu_carry.main(["unpack", str(tar), "--runs", str(tmp_path / "runs")])
     assert (run / "train.log").read_text() == "the first unpack's log, read since"
+
+
+STAND_IN = '''#!/bin/sh
+# $PYTHON for gpu_train.sh: the real interpreter, but `pip install --target SITE` puts a stand-in
+# askbetter there (its train writes a line and exits) with its console script, as pip would.
+if [ "$1" = -m ] && [ "$2" = pip ]; then
+    while [ "$1" != --target ]; do shift; done
+    site=$2
+    mkdir -p "$site/askbetter/clarifier" "$site/bin"
+    : > "$site/askbetter/__init__.py"
+    : > "$site/askbetter/clarifier/__init__.py"
+    printf 'ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG = "adapter_config.json", "adapter_model.safetensors", "askbetter_clarifier.json"\\n' > "$site/askbetter/clarifier/assets.py"
+    printf 'import sys\\ndef main():\\n    print("installed askbetter:", " ".join(sys.argv[1:3]))\\n    return 0\\nif __name__ == "__main__":\\n    sys.exit(main())\\n' > "$site/askbetter/cli.py"
+    printf 'import sys\\nfrom askbetter.cli import main\\nsys.exit(main())\\n' > "$site/bin/askbetter"
+    exit 0
+fi
+exec "%s" "$@"
+'''
+
+
+@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash, timeout")
+def test_gpu_train_runs_the_installed_askbetter_not_the_source_folder(tmp_path: Path, splits: Path) -> None:
+    """The jobs run from the repository root, whose `askbetter/` folder lacks the subpackages
+    setuptools maps into it: `python -m askbetter.cli` there imports that folder (the working
+    directory comes first on sys.path), not the askbetter installed into $WORK/site."""
+    root = SCRIPT.parents[1]
+    gpu_carry.write_parts(gpu_carry.build_blob(splits, []), tmp_path / "pack", part_bytes=2**30)
+    python = tmp_path / "python"
+    python.write_text(STAND_IN % sys.executable)
+    python.chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PACK": str(tmp_path / "pack"), "WORK": str(tmp_path / "work"), "OUT": str(out),
+           "PYTHON": str(python), "DEVICE": "cpu", "JOB_SECONDS": "60"}
+    done = subprocess.run(["bash", "scripts/gpu_train.sh", "train", "g1", "--max-steps 1"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "g1: exit 0; installed askbetter: train --data-dir" in done.stdout
+    with tarfile.open(out / "g1.tar") as tar:
+        assert "installed askbetter" in tar.extractfile("g1/train.log").read().decode()

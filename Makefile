@@ -43,5 +43,7 @@ data: setup
 	    || { rm -f $(DATA)/$$split.unseen.jsonl; exit 1; }; \
 	done
 
+# the venv and build outputs (`python -m build` writes dist/); keeps data/, runs/ and the
+# converted model in ~/.cache/askbetter
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -557,7 +557,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
                                    **({"pair_loss": round(pair.item(), 4)} if pair is not None
                                       else {})}) + "\n")
         log_file.flush()
-        bar.set_postfix(loss=f"{state['loss_ema']:.3f}", tok_s=f"{state['tokens'] / state['seconds']:.0f}")
+        # the loss's moving average (train_log.jsonl has each step's), tokens per second of steps
+        bar.set_postfix(loss_ema=f"{state['loss_ema']:.3f}", tok_s=f"{state['tokens'] / state['seconds']:.0f}")
         bar.update(1)
         if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
             state["peak_mb"] = peak_memory_mb(cfg.device, state.get("peak_mb"))

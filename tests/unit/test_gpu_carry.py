@@ -140,22 +140,25 @@ def test_unpacking_a_failed_job_keeps_its_log_and_makes_no_adapter_folder(
     assert (run / "train.log").read_text() == "the first unpack's log, read since"
 
 
-STAND_IN = '''#!/bin/sh
-# $PYTHON for gpu_train.sh: the real interpreter, but `pip install --target SITE` puts a stand-in
-# askbetter there (its train writes a line and exits) with its console script, as pip would.
+STAND_IN = """#!/bin/sh
+# $PYTHON for gpu_train.sh: the real interpreter, but `pip install --target SITE` copies a stand-in
+# askbetter there (its train prints a line and exits), with its console script, as pip would.
 if [ "$1" = -m ] && [ "$2" = pip ]; then
     while [ "$1" != --target ]; do shift; done
-    site=$2
-    mkdir -p "$site/askbetter/clarifier" "$site/bin"
-    : > "$site/askbetter/__init__.py"
-    : > "$site/askbetter/clarifier/__init__.py"
-    printf 'ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG = "adapter_config.json", "adapter_model.safetensors", "askbetter_clarifier.json"\\n' > "$site/askbetter/clarifier/assets.py"
-    printf 'import sys\\ndef main():\\n    print("installed askbetter:", " ".join(sys.argv[1:3]))\\n    return 0\\nif __name__ == "__main__":\\n    sys.exit(main())\\n' > "$site/askbetter/cli.py"
-    printf 'import sys\\nfrom askbetter.cli import main\\nsys.exit(main())\\n' > "$site/bin/askbetter"
+    mkdir -p "$2" && cp -r "%s"/. "$2"/
     exit 0
 fi
 exec "%s" "$@"
-'''
+"""
+STAND_IN_FILES = {
+    "askbetter/__init__.py": "",
+    "askbetter/clarifier/__init__.py": "",
+    "askbetter/clarifier/assets.py": 'ADAPTER_CONFIG = "adapter_config.json"\n'
+                                     'ADAPTER_WEIGHTS = "adapter_model.safetensors"\n'
+                                     'CLARIFIER_CONFIG = "askbetter_clarifier.json"\n',
+    "askbetter/cli.py": 'import sys\n\n\ndef main():\n    print("installed askbetter:", *sys.argv[1:3])\n',
+    "bin/askbetter": "from askbetter.cli import main\n\nmain()\n",
+}
 
 
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash, timeout")
@@ -165,8 +168,11 @@ def test_gpu_train_runs_the_installed_askbetter_not_the_source_folder(tmp_path: 
     directory comes first on sys.path), not the askbetter installed into $WORK/site."""
     root = SCRIPT.parents[1]
     gpu_carry.write_parts(gpu_carry.build_blob(splits, []), tmp_path / "pack", part_bytes=2**30)
+    for name, text in STAND_IN_FILES.items():
+        (tmp_path / "stand-in" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "stand-in" / name).write_text(text)
     python = tmp_path / "python"
-    python.write_text(STAND_IN % sys.executable)
+    python.write_text(STAND_IN % (tmp_path / "stand-in", sys.executable))
     python.chmod(0o755)
     out = tmp_path / "out"
     out.mkdir()

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from types import UnionType
-from typing import Any, Literal, TypedDict, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from typing_extensions import TypedDict  # pydantic (LangGraph's JSON schemas) needs it before Python 3.12
 
 from askbetter.settings import RUN_SETTINGS, AskMode, Settings, check_run_settings
 

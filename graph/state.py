@@ -7,7 +7,9 @@ One *user turn* starts with a user message that is not the answer to a clarifica
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import Annotated
+
+from typing_extensions import TypedDict  # pydantic (LangGraph's JSON schemas) needs it before Python 3.12
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages

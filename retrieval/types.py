@@ -3,7 +3,9 @@ and metadata, as plain JSON-serialisable dicts."""
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
+from typing import Any, NotRequired, Protocol, runtime_checkable
+
+from typing_extensions import TypedDict  # pydantic (LangGraph's JSON schemas) needs it before Python 3.12
 
 
 class Passage(TypedDict):

@@ -38,3 +38,17 @@ def test_langgraph_json_names_the_served_graph():
     path, attr = config["graphs"]["askbetter"].split(":")
     assert (ROOT / path).is_file() and attr == "graph"
     assert f"\n{attr} = " in (ROOT / path).read_text()
+
+
+def test_the_graph_publishes_its_json_schemas():
+    """A LangGraph server (`langgraph dev`, Studio) reads the input, output and context schemas;
+    pydantic builds them only from `typing_extensions.TypedDict`s on Python < 3.12."""
+    from askbetter.graph.factory import create_clarifying_rag
+    from askbetter.settings import RUN_SETTINGS, Settings
+
+    graph = create_clarifying_rag(settings=Settings()).compile()
+    assert list(graph.get_input_jsonschema()["properties"]) == ["messages"]
+    assert {"messages", "query", "documents", "pre_decision"} <= set(graph.get_output_jsonschema()["properties"])
+    context = graph.get_context_jsonschema()
+    assert list(context["properties"]) == list(RUN_SETTINGS)
+    assert context["properties"]["ask_mode"]["enum"] == ["interrupt", "message"]

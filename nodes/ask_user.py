@@ -4,8 +4,8 @@
 the question is recorded before the graph waits: `message` mode ends the turn there, and the next
 user message on the same thread is read as the reply. `interrupt` mode goes on to `await_reply`,
 which pauses the graph with `interrupt({question, score, stage, round})`; the value the caller
-resumes with (`Command(resume=reply)`) becomes the next user message, and the turn goes on with the
-reply folded into the dialog. A new user message sent instead of the resume is the reply too.
+resumes with (`Command(resume=reply)`, a string or a message) becomes the next user message, and
+the turn goes on with the reply folded into the dialog. A new user message sent instead of the resume is the reply too.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, convert_to_messages
 from langgraph.types import interrupt
 
 #: the question's AI message carries its decision under this `response_metadata` key
@@ -50,4 +50,17 @@ def await_reply(state: Mapping[str, Any]) -> dict[str, Any]:
             "round": state["clarification_rounds"],
         }
     )
-    return {"messages": [HumanMessage(str(reply))]}
+    return {"messages": [reply_message(reply)]}
+
+
+def reply_message(reply: Any) -> HumanMessage:
+    """The resume value as the user's message: a string as it is; a LangChain message, a
+    `("user", text)` tuple or a `{"role", "content"}` dict by its content (whatever its role, it is
+    the user's reply), not its repr; any other value as `str(reply)`."""
+    if isinstance(reply, str):
+        return HumanMessage(reply)
+    try:
+        [message] = convert_to_messages([reply])
+    except (ValueError, NotImplementedError):
+        return HumanMessage(str(reply))
+    return HumanMessage(message.content)

@@ -322,6 +322,30 @@ def test_a_blank_reply_to_a_question_answers_the_clarified_query():
     assert out["messages"][-1].text.startswith(ANSWER_TEXT) and out["clarification_rounds"] == 1
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [HumanMessage("Nimbus Desktop"), ("user", "Nimbus Desktop"), {"role": "user", "content": "Nimbus Desktop"},
+     HumanMessage([{"type": "text", "text": "Nimbus Desktop"}])],
+    ids=["message", "tuple", "dict", "content blocks"],
+)
+def test_a_reply_resumed_as_a_message_is_read_by_its_text_not_its_repr(reply):
+    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+    graph, retriever, config = build(clarifier)
+    graph.invoke(user("How do I turn on sync?"), config)
+    out = graph.invoke(Command(resume=reply), config)
+    assert out["messages"][2].type == "human" and out["messages"][2].text == "Nimbus Desktop"
+    assert clarifier.calls[1][1][-1] == {"role": "user", "content": "Nimbus Desktop"}
+    assert retriever.queries == ["Nimbus Desktop"]  # the echo rewriter's query: the reply's text
+
+
+def test_a_reply_of_another_type_is_read_as_its_str():
+    clarifier = ScriptedClarifier(pre=["Which version?", None], post=[None])
+    graph, retriever, config = build(clarifier)
+    graph.invoke(user("How do I turn on sync?"), config)
+    out = graph.invoke(Command(resume=2), config)
+    assert out["messages"][2].text == "2" and retriever.queries == ["How do I turn on sync? 2"]
+
+
 def test_overlong_turn_is_truncated_with_a_warning_not_a_crash():
     clarifier = ScriptedClarifier(pre=[None], post=[None])
     graph, retriever, config = build(clarifier, max_input_tokens=256)

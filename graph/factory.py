@@ -58,7 +58,11 @@ def create_clarifying_rag(
     - `answer_model`: the local base model as a `LocalChatModel` (sharing the clarifier's copy);
     - `rewriter`: a callable `(messages) -> query`, or a chat model prompted to rewrite; default the
       answer model when one is given, else the local model.
+
+    A `clarifier` without `check` or a `retriever` without `search` raises TypeError here.
     """
+    require_component(clarifier, Clarifier, "clarifier", "check(messages, documents=None) -> Decision")
+    require_component(retriever, Retriever, "retriever", "search(query, k) -> list of passage dicts")
     settings = settings or Settings.from_env()
     defaults = default_context(settings)
     clarifier = clarifier if clarifier is not None else LazyClarifier(settings)
@@ -117,6 +121,15 @@ def create_clarifying_rag(
     builder.add_edge(AWAIT_REPLY, REWRITE)
     builder.add_edge(ANSWER, END)
     return builder
+
+
+def require_component(component: object, protocol: type, name: str, method: str) -> None:
+    """TypeError at build time, not on the first turn, when `component` (if given) lacks the
+    protocol's method: say, a LangChain `BaseRetriever` (`invoke`) passed as the retriever."""
+    if component is not None and not isinstance(component, protocol):
+        raise TypeError(
+            f"{name} must have a method {method} (askbetter.{protocol.__name__}), not {type(component).__name__}"
+        )
 
 
 def require_user_turn(state: RagState, config: RunnableConfig) -> None:

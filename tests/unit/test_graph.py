@@ -386,3 +386,22 @@ def test_building_the_default_graph_loads_nothing(monkeypatch):
     assert out["messages"][-1].text == EMPTY_TURN_REPLY
     with pytest.raises(AssertionError, match="loaded at build time"):  # the first real turn loads
         graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "lazy"}})
+
+
+def test_a_clarifier_or_retriever_without_its_method_is_refused_at_build_time():
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    class LangChainRetriever(BaseRetriever):
+        def _get_relevant_documents(self, query, *, run_manager=None):
+            return [Document(page_content="Choose Preferences > Sync.")]
+
+    with pytest.raises(TypeError) as caught:
+        create_clarifying_rag(clarifier=ScriptedClarifier(), retriever=LangChainRetriever(), settings=Settings())
+    assert str(caught.value) == (
+        "retriever must have a method search(query, k) -> list of passage dicts (askbetter.Retriever), "
+        "not LangChainRetriever"
+    )
+    with pytest.raises(TypeError, match=r"^clarifier must have a method check\(messages, documents=None\) -> "
+                                        r"Decision \(askbetter.Clarifier\), not function$"):
+        create_clarifying_rag(clarifier=lambda messages: None, settings=Settings())

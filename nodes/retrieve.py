@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from askbetter.retrieval.types import Retriever
 
 
 def retrieve(state: Mapping[str, Any], *, retriever: Retriever, top_k: int) -> dict[str, Any]:
-    passages = retriever.search(state["query"], k=top_k)
+    """The retriever's passages; anything else (None, LangChain `Document`s, dicts without a str
+    `text`) raises TypeError naming what came back, rather than reach the checks and the answer as
+    empty passages."""
+    found = retriever.search(state["query"], k=top_k)
+    where = f"{type(retriever).__name__}.search"
+    if isinstance(found, str | Mapping) or not isinstance(found, Iterable):
+        raise TypeError(f"{where} returned {type(found).__name__}, not a list of passages")
+    passages = list(found)
+    for p in passages:
+        if not isinstance(p, Mapping) or not isinstance(p.get("text"), str):
+            raise TypeError(
+                f"{where} returned {type(p).__name__} {str(p)[:80]!r}, not a passage: a dict with a "
+                "str 'text' (and 'id', 'title', 'source', 'score' where it has them)"
+            )
     return {"documents": [dict(p) for p in passages]}

@@ -405,3 +405,45 @@ def test_a_clarifier_or_retriever_without_its_method_is_refused_at_build_time():
     with pytest.raises(TypeError, match=r"^clarifier must have a method check\(messages, documents=None\) -> "
                                         r"Decision \(askbetter.Clarifier\), not function$"):
         create_clarifying_rag(clarifier=lambda messages: None, settings=Settings())
+
+
+@pytest.mark.parametrize(
+    "found, error",
+    [
+        (None, "returned NoneType, not a list of passages"),
+        ({"id": "d1", "text": "Choose Sync."}, "returned dict, not a list of passages"),
+        ([{"id": "d1", "title": "Sync"}], "returned dict \"{'id': 'd1', 'title': 'Sync'}\", not a passage"),
+        ("LangChain Document", "returned Document \"page_content='Choose Sync.'\", not a passage"),
+    ],
+    ids=["None", "one passage", "no text", "Document"],
+)
+def test_a_retriever_returning_no_passage_list_is_a_clear_error(found, error):
+    from langchain_core.documents import Document
+
+    class Custom:
+        def search(self, query, k=4):
+            return [Document(page_content="Choose Sync.")] if found == "LangChain Document" else found
+
+    graph = create_clarifying_rag(
+        clarifier=ScriptedClarifier(pre=[None], post=[None]), retriever=Custom(),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    with pytest.raises(TypeError) as caught:
+        graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "custom"}})
+    assert str(caught.value).startswith(f"Custom.search {error}")
+
+
+def test_passages_without_title_or_id_are_listed_in_the_sources():
+    class Custom:
+        def search(self, query, k=4):
+            return iter([{"text": "Choose Preferences > Sync."}, {"id": "d2", "text": "Admins turn on Cloud Sync."}])
+
+    clarifier = ScriptedClarifier(pre=[None], post=[None])
+    graph = create_clarifying_rag(
+        clarifier=clarifier, retriever=Custom(),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    out = graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "custom"}})
+    assert out["messages"][-1].text == f"{ANSWER_TEXT}\n\nSources:\n[1] untitled\n[2] d2"
+    assert clarifier.calls[1][2] == [{"id": "", "text": "Choose Preferences > Sync."},
+                                      {"id": "d2", "text": "Admins turn on Cloud Sync."}]

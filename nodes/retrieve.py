@@ -9,14 +9,14 @@ from askbetter.retrieval.types import Retriever
 
 
 def retrieve(state: Mapping[str, Any], *, retriever: Retriever, top_k: int) -> dict[str, Any]:
-    """The retriever's passages; anything else (None, LangChain `Document`s, dicts without a str
+    """The retriever's passages, its first `top_k` when it returns more; anything else (None, LangChain `Document`s, dicts without a str
     `text`) raises TypeError naming what came back, rather than reach the checks and the answer as
     empty passages."""
     found = retriever.search(state["query"], k=top_k)
     where = f"{type(retriever).__name__}.search"
     if isinstance(found, str | Mapping) or not isinstance(found, Iterable):
         raise TypeError(f"{where} returned {type(found).__name__}, not a list of passages")
-    passages = list(found)
+    passages = list(found)[:top_k]  # a retriever that ignores k would override the run setting
     for p in passages:
         if not isinstance(p, Mapping) or not isinstance(p.get("text"), str):
             raise TypeError(

@@ -447,3 +447,18 @@ def test_passages_without_title_or_id_are_listed_in_the_sources():
     assert out["messages"][-1].text == f"{ANSWER_TEXT}\n\nSources:\n[1] untitled\n[2] d2"
     assert clarifier.calls[1][2] == [{"id": "", "text": "Choose Preferences > Sync."},
                                       {"id": "d2", "text": "Admins turn on Cloud Sync."}]
+
+
+def test_a_retriever_that_ignores_k_is_cut_to_top_k():
+    class Custom:
+        def search(self, query, k=4):
+            return [{"id": f"d{i}", "text": f"Passage {i}."} for i in range(10)]
+
+    clarifier = ScriptedClarifier(pre=[None], post=[None])
+    graph = create_clarifying_rag(
+        clarifier=clarifier, retriever=Custom(),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    out = graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "k"}}, context={"top_k": 3})
+    assert [p["id"] for p in out["documents"]] == ["d0", "d1", "d2"]
+    assert len(clarifier.calls[1][2]) == 3 and out["messages"][-1].text.endswith("[3] d2")

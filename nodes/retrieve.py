@@ -9,9 +9,9 @@ from askbetter.retrieval.types import Retriever
 
 
 def retrieve(state: Mapping[str, Any], *, retriever: Retriever, top_k: int) -> dict[str, Any]:
-    """The retriever's passages, its first `top_k` when it returns more; anything else (None, LangChain `Document`s, dicts without a str
-    `text`) raises TypeError naming what came back, rather than reach the checks and the answer as
-    empty passages."""
+    """The retriever's passages, its first `top_k` when it returns more; anything else (None,
+    LangChain `Document`s, dicts without a str `text`) raises TypeError naming what came back,
+    rather than reach the checks and the answer as empty passages."""
     found = retriever.search(state["query"], k=top_k)
     where = f"{type(retriever).__name__}.search"
     if isinstance(found, str | Mapping) or not isinstance(found, Iterable):

@@ -19,6 +19,8 @@ from askbetter.settings import RUN_SETTINGS, AskMode, Settings, check_run_settin
 
 
 class Context(TypedDict, total=False):
+    """The run settings a caller may pass as `context=`; each key optional (see the module)."""
+
     pre_check: bool  # run the clarifier before retrieval
     post_check: bool  # run the clarifier after retrieval, with the passages
     threshold: float | None  # ask when score >= threshold (None there: the clarifier's own)

@@ -27,6 +27,8 @@ class DecisionDict(TypedDict):
 
 
 class RagState(TypedDict, total=False):
+    """The thread's state: the dialog, and the current turn's query, passages and decisions."""
+
     messages: Annotated[list[AnyMessage], add_messages]
     query: str  # the last user turn made standalone ("" for an empty turn)
     documents: list[Passage]  # retrieved for `query`

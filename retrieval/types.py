@@ -9,6 +9,8 @@ from typing_extensions import TypedDict  # pydantic (LangGraph's JSON schemas) n
 
 
 class Passage(TypedDict):
+    """One retrieved chunk, as a `Retriever` returns it and the graph state keeps it."""
+
     id: str  # chunk id in the collection (content-derived)
     text: str
     title: NotRequired[str]
@@ -19,5 +21,7 @@ class Passage(TypedDict):
 
 @runtime_checkable
 class Retriever(Protocol):
+    """Anything with `search(query, k)` returning up to `k` passages, best first."""
+
     def search(self, query: str, k: int = 4) -> list[Passage]:
         ...

@@ -52,3 +52,17 @@ def test_the_graph_publishes_its_json_schemas():
     context = graph.get_context_jsonschema()
     assert list(context["properties"]) == list(RUN_SETTINGS)
     assert context["properties"]["ask_mode"]["enum"] == ["interrupt", "message"]
+
+
+def test_every_public_name_has_a_docstring_and_is_named_in_the_readme():
+    import inspect
+    import re
+
+    import askbetter
+
+    readme = (ROOT / "README.md").read_text()
+    for name in askbetter.__all__:
+        value = getattr(askbetter, name)
+        doc = inspect.getdoc(value)
+        assert doc and doc != dict.__doc__ and doc != "Base class for protocol classes.", name
+        assert re.search(rf"\b{name}\b", readme), name

@@ -33,6 +33,7 @@ from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, P
 from askbetter.graph.state import InputState, RagState
 from askbetter.nodes.answer import answer
 from askbetter.nodes.ask_user import ask_user, await_reply
+from askbetter.nodes.messages import last_user_text
 from askbetter.nodes.post_check import post_check
 from askbetter.nodes.pre_check import pre_check
 from askbetter.nodes.retrieve import retrieve
@@ -78,6 +79,8 @@ def create_clarifying_rag(
 
     def rewrite_node(state: RagState, config: RunnableConfig) -> Update:
         require_user_turn(state, config)
+        if isinstance(retriever, LazyRetriever) and last_user_text(state["messages"]):
+            retriever.get()  # a missing or empty store says so before the clarifier's model loads
         return rewrite(state, rewriter=rewriter, max_query_chars=max_query_chars)
 
     def pre_check_node(state: RagState, runtime: Runtime[Context]) -> Update:

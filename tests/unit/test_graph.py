@@ -462,3 +462,16 @@ def test_a_retriever_that_ignores_k_is_cut_to_top_k():
     out = graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "k"}}, context={"top_k": 3})
     assert [p["id"] for p in out["documents"]] == ["d0", "d1", "d2"]
     assert len(clarifier.calls[1][2]) == 3 and out["messages"][-1].text.endswith("[3] d2")
+
+
+def test_the_default_retriever_reports_a_store_with_no_chunks_before_the_clarifier_runs(tmp_path):
+    from askbetter.retrieval.errors import RetrievalError
+
+    clarifier = ScriptedClarifier()  # no scripted decision: a call would fail
+    graph = create_clarifying_rag(
+        clarifier=clarifier, answer_model=GenericFakeChatModel(messages=iter([])), rewriter=echo_rewriter,
+        settings=Settings(chroma_path=tmp_path / "store"),
+    ).compile(checkpointer=InMemorySaver())
+    with pytest.raises(RetrievalError, match="there is no Chroma store in"):
+        graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "empty"}})
+    assert clarifier.calls == [] and not (tmp_path / "store").exists()

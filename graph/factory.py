@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
@@ -47,7 +48,7 @@ Update = dict[str, Any]
 def create_clarifying_rag(
     clarifier: Clarifier | None = None,
     retriever: Retriever | None = None,
-    answer_model: BaseChatModel | None = None,
+    answer_model: BaseChatModel | Runnable[Any, BaseMessage] | None = None,
     rewriter: Rewriter | None = None,
     settings: Settings | None = None,
 ) -> StateGraph:
@@ -56,7 +57,8 @@ def create_clarifying_rag(
 
     - `clarifier`: `LocalClarifier.from_settings(settings)`;
     - `retriever`: `ChromaRetriever` over the configured Chroma collection;
-    - `answer_model`: the local base model as a `LocalChatModel` (sharing the clarifier's copy);
+    - `answer_model`: any chat model, bound or wrapped too (`.bind(...)`, `.with_retry()`); default
+      the local base model as a `LocalChatModel` (sharing the clarifier's copy);
     - `rewriter`: a callable `(messages) -> query`, or a chat model prompted to rewrite; default the
       answer model when one is given, else the local model.
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 
 EMPTY_TURN_REPLY = "Your message was empty. Please type a question."
 
@@ -27,7 +28,7 @@ ANSWER_INSTRUCTION = (
 NO_PASSAGES = "No passages were found."
 
 
-def answer(state: Mapping[str, Any], *, model: BaseChatModel) -> dict[str, Any]:
+def answer(state: Mapping[str, Any], *, model: BaseChatModel | Runnable[Any, BaseMessage]) -> dict[str, Any]:
     query = state.get("query", "")
     if not query:
         return {"messages": [AIMessage(EMPTY_TURN_REPLY)]}

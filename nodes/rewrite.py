@@ -4,7 +4,7 @@ It is also the entry of every turn, so it resets the per-turn fields. A user mes
 a clarification question (`awaiting_reply`) continues the turn: the rounds count is kept.
 
 The rewriter is pluggable: a callable taking the dialog and returning the query, or any LangChain
-chat model, prompted with `REWRITE_INSTRUCTION`. Its output is kept only when it looks like one
+chat model (bound or wrapped too), prompted with `REWRITE_INSTRUCTION`. Its output is kept only when it looks like one
 standalone question that keeps the user's words (`accept_rewrite`); otherwise the query falls back
 to the raw turn, or, for a reply to a clarification question, to the clarified query plus the reply
 (the clarified query alone when the reply is blank).
@@ -19,11 +19,13 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langgraph.constants import TAG_NOSTREAM
 
 from askbetter.nodes.messages import last_user_index, last_user_text, to_dialog, truncate_chars
 
-Rewriter = Callable[[list[BaseMessage]], str] | BaseChatModel
+# a chat model may come bound or wrapped (`.bind(...)`, `.with_retry()`): any Runnable returning a message
+Rewriter = Callable[[list[BaseMessage]], str] | BaseChatModel | Runnable[Any, BaseMessage]
 
 REWRITE_INSTRUCTION = (
     "Rewrite the user's last message as one standalone question that can be understood without "
@@ -68,7 +70,7 @@ def rewrite(state: Mapping[str, Any], *, rewriter: Rewriter | None, max_query_ch
 
 
 def run_rewriter(rewriter: Rewriter, messages: list[BaseMessage]) -> str:
-    if not isinstance(rewriter, BaseChatModel):
+    if not isinstance(rewriter, Runnable):
         return rewriter(messages)
     # tagged so LangGraph's `messages` stream mode does not show the rewrite's tokens
     response = rewriter.invoke(rewrite_prompt(messages), config={"tags": [TAG_NOSTREAM]})

@@ -475,3 +475,16 @@ def test_the_default_retriever_reports_a_store_with_no_chunks_before_the_clarifi
     with pytest.raises(RetrievalError, match="there is no Chroma store in"):
         graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "empty"}})
     assert clarifier.calls == [] and not (tmp_path / "store").exists()
+
+
+def test_a_bound_or_wrapped_chat_model_answers_rewrites_and_streams():
+    model = GenericFakeChatModel(messages=iter(["How do I turn on sync in Nimbus Desktop?", "Choose Sync [2]"]))
+    graph = create_clarifying_rag(
+        clarifier=ScriptedClarifier(pre=[None], post=[None]), retriever=(retriever := StaticRetriever(PASSAGES)),
+        answer_model=model.bind(stop=["\n\n\n"]).with_retry(), settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    history = {"messages": [HumanMessage("Tell me about Nimbus Desktop."), AIMessage("It is a notes app."),
+                            HumanMessage("How do I turn on sync?")]}
+    chunks = [m for m, meta in graph.stream(history, {"configurable": {"thread_id": "bound"}}, stream_mode="messages")]
+    assert retriever.queries == ["How do I turn on sync in Nimbus Desktop?"]  # the model's rewrite
+    assert len(chunks) > 1 and "".join(m.text for m in chunks) == "Choose Sync [2]"

@@ -49,6 +49,10 @@ class LazyClarifier(_Lazy[Clarifier]):
     def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
         return self.get().check(messages, documents)
 
+    def question(self, messages: list[Message], documents: list[Document] | None = None) -> str:
+        """`LocalClarifier.question`: what a run's lower `threshold` asks with (`run_check`)."""
+        return self.get().question(messages, documents)  # type: ignore[attr-defined]
+
 
 class LazyRetriever(_Lazy[Retriever]):
     """`ChromaRetriever.from_settings(settings)` (the configured Chroma), opened on the first search."""

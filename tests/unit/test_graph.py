@@ -236,6 +236,22 @@ def test_context_threshold_below_the_clarifiers_asks_with_its_question_method():
     assert out["__interrupt__"][0].value["question"] == "Cloud or Desktop?"
 
 
+def test_context_threshold_below_the_clarifiers_asks_with_the_default_clarifiers_question(monkeypatch):
+    from askbetter.clarifier.local import LocalClarifier
+
+    class WithQuestion(ScriptedClarifier):
+        def question(self, messages, documents=None):
+            return "Cloud or Desktop?"
+
+    monkeypatch.setattr(LocalClarifier, "from_settings", lambda settings: WithQuestion(pre=[None], post=[None]))
+    graph = create_clarifying_rag(  # the default clarifier: built from the settings on first use
+        retriever=StaticRetriever(PASSAGES), answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])),
+        rewriter=echo_rewriter, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    out = graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "lazy"}}, context={"threshold": 0.05})
+    assert out["__interrupt__"][0].value["question"] == "Cloud or Desktop?"
+
+
 def test_unknown_context_key_is_a_clear_error():
     graph, _, config = build(ScriptedClarifier(pre=[None], post=[None]))
     with pytest.raises(ValueError, match="unknown context key"):

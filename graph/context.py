@@ -4,10 +4,16 @@ Every key is optional; a missing key, or one set to None, takes its value from t
 graph was built with (`Settings.from_env()` by default). LangGraph does not keep the context
 across calls: pass the same context again when resuming with `Command(resume=...)`, or the defaults
 apply.
+
+Keys that are no run setting are left alone: a parent graph that runs this one as a subgraph passes
+its own context down, and a LangGraph server mirrors `configurable` into it. Only a key that looks
+like a misspelt run setting (`ask-mode`, `topK`, `treshold`) is an error.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Mapping
 from functools import cache
 from types import UnionType
@@ -34,25 +40,40 @@ def default_context(settings: Settings) -> Context:
 
 
 def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Context:
-    """`context` over `defaults`, validated; unknown keys or bad values raise ValueError, values of
-    the wrong type, or a context that is not a mapping, TypeError."""
+    """`context` over `defaults`, validated; a misspelt run setting or a bad value raises
+    ValueError, a value of the wrong type, or a context that is not a mapping, TypeError. Other keys
+    are ignored."""
     if context is not None and not isinstance(context, Mapping):
         raise TypeError(
             f"the context must be a mapping of run settings, e.g. {{'ask_mode': 'message'}}, not "
             f"{type(context).__name__}"
         )
     given = dict(context or {})
-    unknown = set(given) - set(Context.__annotations__)
-    if unknown:
-        raise ValueError(
-            f"unknown context key(s) {sorted(unknown)}; known: {sorted(Context.__annotations__)}"
-        )
-    given = {key: value for key, value in given.items() if value is not None}
+    for key in sorted(set(given) - set(Context.__annotations__), key=str):
+        meant = misspelt_setting(key)
+        if meant:
+            raise ValueError(
+                f"unknown context key {key!r}: did you mean {meant!r}? (run settings: "
+                f"{sorted(Context.__annotations__)})"
+            )
+    given = {key: value for key, value in given.items() if key in Context.__annotations__ and value is not None}
     for key, value in given.items():
         _check_type(key, value)
     merged = Context(**{**defaults, **given})
     check_run_settings(merged, lambda name: f"context key {name!r}")
     return merged
+
+
+def misspelt_setting(key: object) -> str | None:
+    """The run setting `key` seems meant for: the same up to case and separators, or one letter
+    off (`treshold`); None for a key of its own (`user_id`, `top_p`, `thread_id`)."""
+    known = {_squash(name): name for name in Context.__annotations__}
+    match = difflib.get_close_matches(_squash(str(key)), known, n=1, cutoff=0.85)
+    return known[match[0]] if match else None
+
+
+def _squash(key: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", key.lower())
 
 
 @cache

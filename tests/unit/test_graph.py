@@ -252,10 +252,38 @@ def test_context_threshold_below_the_clarifiers_asks_with_the_default_clarifiers
     assert out["__interrupt__"][0].value["question"] == "Cloud or Desktop?"
 
 
-def test_unknown_context_key_is_a_clear_error():
+@pytest.mark.parametrize(("key", "meant"), [("ask-mode", "ask_mode"), ("topK", "top_k"), ("treshold", "threshold")])
+def test_a_misspelt_context_key_is_a_clear_error(key, meant):
     graph, _, config = build(ScriptedClarifier(pre=[None], post=[None]))
-    with pytest.raises(ValueError, match="unknown context key"):
-        graph.invoke(user("q"), config, context={"ask-mode": "message"})
+    with pytest.raises(ValueError) as caught:
+        graph.invoke(user("q"), config, context={key: "message"})
+    assert str(caught.value) == (
+        f"unknown context key {key!r}: did you mean {meant!r}? (run settings: "
+        "['ask_mode', 'max_rounds', 'post_check', 'pre_check', 'threshold', 'top_k'])"
+    )
+
+
+def test_context_keys_of_a_parent_graph_or_a_server_are_ignored():
+    """Run as a subgraph, the graph gets its parent's context; a LangGraph server copies
+    `configurable` (thread_id, user_id, ...) into the context."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+    rag = create_clarifying_rag(
+        clarifier=clarifier, retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
+    ).compile()
+    parent = StateGraph(MessagesState)
+    parent.add_node("rag", rag)
+    parent.add_edge(START, "rag")
+    parent.add_edge("rag", END)
+    app = parent.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "parent"}}
+    context = {"user_id": "u1", "top_p": 0.9, "thread_id": "parent", "ask_mode": "message"}
+    out = app.invoke(user("How do I turn on sync?"), config, context=context)
+    assert out["messages"][-1].text == "Which product?"  # message mode: the run setting was read
+    out = app.invoke(user("Nimbus Desktop"), config, context=context)
+    assert out["messages"][-1].text.startswith(ANSWER_TEXT)
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,9 @@ across calls: pass the same context again when resuming with `Command(resume=...
 apply.
 
 Keys that are no run setting are left alone: a parent graph that runs this one as a subgraph passes
-its own context down, and a LangGraph server mirrors `configurable` into it. Only a key that looks
-like a misspelt run setting (`ask-mode`, `topK`, `treshold`) is an error.
+its own context down (a dataclass or pydantic one is read by its fields), and a LangGraph server
+mirrors `configurable` into it. Only a key that looks like a misspelt run setting (`ask-mode`,
+`topK`, `treshold`) is an error.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
 from functools import cache
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from pydantic import BaseModel
 from typing_extensions import TypedDict  # pydantic (LangGraph's JSON schemas) needs it before Python 3.12
 
 from askbetter.settings import RUN_SETTINGS, AskMode, Settings, check_run_settings
@@ -43,12 +46,7 @@ def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Con
     """`context` over `defaults`, validated; a misspelt run setting or a bad value raises
     ValueError, a value of the wrong type, or a context that is not a mapping, TypeError. Other keys
     are ignored."""
-    if context is not None and not isinstance(context, Mapping):
-        raise TypeError(
-            f"the context must be a mapping of run settings, e.g. {{'ask_mode': 'message'}}, not "
-            f"{type(context).__name__}"
-        )
-    given = dict(context or {})
+    given = dict(_as_mapping(context))
     for key in sorted(set(given) - set(Context.__annotations__), key=str):
         meant = misspelt_setting(key)
         if meant:
@@ -62,6 +60,24 @@ def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Con
     merged = Context(**{**defaults, **given})
     check_run_settings(merged, lambda name: f"context key {name!r}")
     return merged
+
+
+def _as_mapping(context: object) -> Mapping[str, Any]:
+    """A mapping as it is; a parent graph's dataclass or pydantic context by its fields (LangGraph
+    hands a subgraph its parent's context object). A `Settings` is refused: its models and paths
+    cannot change per run."""
+    if context is None:
+        return {}
+    if isinstance(context, Mapping):
+        return context
+    if isinstance(context, BaseModel):
+        return dict(context)
+    if is_dataclass(context) and not isinstance(context, type | Settings):
+        return {f.name: getattr(context, f.name) for f in fields(context)}
+    raise TypeError(
+        f"the context must be a mapping of run settings, e.g. {{'ask_mode': 'message'}}, not "
+        f"{type(context).__name__}"
+    )
 
 
 def misspelt_setting(key: object) -> str | None:

@@ -286,6 +286,35 @@ def test_context_keys_of_a_parent_graph_or_a_server_are_ignored():
     assert out["messages"][-1].text.startswith(ANSWER_TEXT)
 
 
+def test_a_parent_graphs_dataclass_or_pydantic_context_is_read_by_its_fields():
+    from dataclasses import dataclass
+
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from pydantic import BaseModel
+
+    @dataclass
+    class ParentContext:
+        user_id: str = "u1"
+        top_k: int = 1
+
+    class ParentModel(BaseModel):
+        user_id: str = "u1"
+        top_k: int = 1
+
+    for schema in (ParentContext, ParentModel):
+        retriever = StaticRetriever(PASSAGES)
+        rag = create_clarifying_rag(
+            clarifier=ScriptedClarifier(pre=[None], post=[None]), retriever=retriever,
+            answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
+        ).compile()
+        parent = StateGraph(MessagesState, context_schema=schema)
+        parent.add_node("rag", rag)
+        parent.add_edge(START, "rag")
+        parent.add_edge("rag", END)
+        out = parent.compile().invoke(user("How do I turn on sync?"), context={"user_id": "u2"})
+        assert out["messages"][-1].text == f"{ANSWER_TEXT}\n\nSources:\n[1] Sync in Nimbus Cloud (cloud-sync.md)", schema
+
+
 @pytest.mark.parametrize(
     ("context", "error", "message"),
     [

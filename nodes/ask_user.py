@@ -5,7 +5,8 @@ the question is recorded before the graph waits: `message` mode ends the turn th
 user message on the same thread is read as the reply. `interrupt` mode goes on to `await_reply`,
 which pauses the graph with `interrupt({question, score, stage, round})`; the value the caller
 resumes with (`Command(resume=reply)`, a string or a message) becomes the next user message, and
-the turn goes on with the reply folded into the dialog. A new user message sent instead of the resume is the reply too.
+the turn goes on with the reply folded into the dialog. A new user message sent instead of the
+resume is the reply too.
 """
 
 from __future__ import annotations

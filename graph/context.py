@@ -54,8 +54,7 @@ def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Con
                 f"unknown context key {key!r}: did you mean {meant!r}? (run settings: "
                 f"{sorted(Context.__annotations__)})"
             )
-    given = {key: value for key, value in given.items() if key in Context.__annotations__}
-    given = {key: value for key, value in given.items() if value is not None}
+    given = {key: given[key] for key in Context.__annotations__ if given.get(key) is not None}
     for key, value in given.items():
         _check_type(key, value)
     merged = Context(**{**defaults, **given})

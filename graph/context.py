@@ -7,14 +7,15 @@ apply.
 
 Keys that are no run setting are left alone: a parent graph that runs this one as a subgraph passes
 its own context down (a dataclass or pydantic one is read by its fields), and a LangGraph server
-mirrors `configurable` into it. Only a key that looks like a misspelt run setting (`ask-mode`,
-`topK`, `treshold`) is an error.
+mirrors `configurable` into it. A key that is a run setting written otherwise (`ask-mode`, `topK`)
+is an error; one a letter off (`treshold`, but also a parent's `task_mode`) a warning.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from functools import cache
@@ -43,17 +44,20 @@ def default_context(settings: Settings) -> Context:
 
 
 def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Context:
-    """`context` over `defaults`, validated; a misspelt run setting or a bad value raises
+    """`context` over `defaults`, validated; a run setting written otherwise or a bad value raises
     ValueError, a value of the wrong type, or a context that is not a mapping, TypeError. Other keys
-    are ignored."""
+    are ignored (with a warning when one is a letter off a run setting)."""
     given = dict(_as_mapping(context))
     for key in sorted(set(given) - set(Context.__annotations__), key=str):
         meant = misspelt_setting(key)
-        if meant:
+        if meant and _squash(str(key)) == _squash(meant):
             raise ValueError(
                 f"unknown context key {key!r}: did you mean {meant!r}? (run settings: "
                 f"{sorted(Context.__annotations__)})"
             )
+        if meant:
+            warnings.warn(f"context key {key!r} is no run setting and is ignored; did you mean {meant!r}?",
+                          stacklevel=2)
     given = {key: given[key] for key in Context.__annotations__ if given.get(key) is not None}
     for key, value in given.items():
         _check_type(key, value)

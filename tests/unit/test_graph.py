@@ -252,8 +252,8 @@ def test_context_threshold_below_the_clarifiers_asks_with_the_default_clarifiers
     assert out["__interrupt__"][0].value["question"] == "Cloud or Desktop?"
 
 
-@pytest.mark.parametrize(("key", "meant"), [("ask-mode", "ask_mode"), ("topK", "top_k"), ("treshold", "threshold")])
-def test_a_misspelt_context_key_is_a_clear_error(key, meant):
+@pytest.mark.parametrize(("key", "meant"), [("ask-mode", "ask_mode"), ("topK", "top_k"), ("MaxRounds", "max_rounds")])
+def test_a_run_setting_written_otherwise_is_a_clear_error(key, meant):
     graph, _, config = build(ScriptedClarifier(pre=[None], post=[None]))
     with pytest.raises(ValueError) as caught:
         graph.invoke(user("q"), config, context={key: "message"})
@@ -261,6 +261,13 @@ def test_a_misspelt_context_key_is_a_clear_error(key, meant):
         f"unknown context key {key!r}: did you mean {meant!r}? (run settings: "
         "['ask_mode', 'max_rounds', 'post_check', 'pre_check', 'threshold', 'top_k'])"
     )
+
+
+def test_a_context_key_a_letter_off_a_run_setting_is_ignored_with_a_warning():
+    graph, _, config = build(ScriptedClarifier(pre=["Which product?"], post=[]))
+    with pytest.warns(UserWarning, match="context key 'treshold' is no run setting and is ignored; did you mean 'threshold'"):
+        out = graph.invoke(user("How do I turn on sync?"), config, context={"treshold": 0.99})
+    assert out["__interrupt__"][0].value["question"] == "Which product?"
 
 
 def test_context_keys_of_a_parent_graph_or_a_server_are_ignored():

@@ -62,6 +62,6 @@ def reply_message(reply: Any) -> HumanMessage:
         return HumanMessage(reply)
     try:
         [message] = convert_to_messages([reply])
-    except (ValueError, NotImplementedError):
+    except (ValueError, KeyError, TypeError, NotImplementedError):  # no message: its str, never a failure
         return HumanMessage(str(reply))
     return HumanMessage(message.content)

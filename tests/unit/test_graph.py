@@ -418,12 +418,15 @@ def test_a_reply_resumed_as_a_message_is_read_by_its_text_not_its_repr(reply):
     assert retriever.queries == ["Nimbus Desktop"]  # the echo rewriter's query: the reply's text
 
 
-def test_a_reply_of_another_type_is_read_as_its_str():
+@pytest.mark.parametrize("reply", [2, {"role": "tool", "content": "2"}], ids=["int", "tool message dict"])
+def test_a_reply_of_another_type_is_read_as_its_str(reply):
+    """Never an error: LangGraph keeps the resume value, and a node failing on it would fail every
+    later resume of the thread the same way."""
     clarifier = ScriptedClarifier(pre=["Which version?", None], post=[None])
     graph, retriever, config = build(clarifier)
     graph.invoke(user("How do I turn on sync?"), config)
-    out = graph.invoke(Command(resume=2), config)
-    assert out["messages"][2].text == "2" and retriever.queries == ["How do I turn on sync? 2"]
+    out = graph.invoke(Command(resume=reply), config)
+    assert out["messages"][2].text == str(reply) and out["messages"][-1].text.startswith(ANSWER_TEXT)
 
 
 def test_overlong_turn_is_truncated_with_a_warning_not_a_crash():

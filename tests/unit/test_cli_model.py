@@ -93,28 +93,12 @@ def test_eval_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    (["--json", "{tmp}"], "--json {tmp} is a folder: name a file"),
-    (["--predictions", "{tmp}/x.jsonl/p.jsonl"], "{tmp}/x.jsonl is a file, not a folder"),
-    (["--markdown", "{tmp}/t.md"], "--markdown writes the --baselines table: add --baselines"),
-    (["--baselines", "--predictions", "{tmp}/p.jsonl"], "--predictions is not written with --baselines"),
-])
-def test_eval_refuses_an_output_it_could_not_write_before_any_model_loads(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, options: list[str], message: str
-) -> None:
-    from askbetter.clarifier import evaluate
-
-    def no_model(*args, **kwargs):
-        raise AssertionError("a model was loaded")
-
-    monkeypatch.setattr(evaluate, "local_clarifier", no_model)
-    path = tmp_path / "x.jsonl"
-    path.write_text(json.dumps({"id": 1, "messages": [{"role": "user", "content": "q"}], "clarification": None}) + "\n")
-    assert main(["eval", str(path), "--no-questions", *[o.format(tmp=tmp_path) for o in options]]) == 1
-    assert message.format(tmp=tmp_path) in capsys.readouterr().err
-
-
 @pytest.mark.parametrize(("argv", "message"), [
+    (["eval", "{data}", "--json", "{tmp}"], "--json {tmp} is a folder: name a file"),
+    (["eval", "{data}", "--predictions", "{tmp}/x.jsonl/p.jsonl"], "{tmp}/x.jsonl is a file, not a folder"),
+    (["eval", "{data}", "--markdown", "{tmp}/t.md"], "--markdown writes the --baselines table: add --baselines"),
+    (["eval", "{data}", "--baselines", "--predictions", "{tmp}/p.jsonl"],
+     "--predictions is not written with --baselines"),
     (["eval", "{data}", "--json", "{data}"], "--json {data} is the examples file, which it would overwrite"),
     (["eval", "{data}", "--predictions", "{tmp}/../{tmp.name}/x.jsonl"],
      "--predictions {tmp}/../{tmp.name}/x.jsonl is the examples file"),
@@ -124,7 +108,7 @@ def test_eval_refuses_an_output_it_could_not_write_before_any_model_loads(
     (["calibrate", "{data}", "--adapter", "bundled", "--predictions", "{data}"],
      "--predictions {data} is the examples file"),
 ])
-def test_an_output_that_is_the_examples_file_or_another_output_is_refused_before_any_model_loads(
+def test_an_output_it_could_not_write_or_that_would_overwrite_data_is_refused_before_any_model_loads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, argv: list[str], message: str
 ) -> None:
     from askbetter.clarifier import evaluate

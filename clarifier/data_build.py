@@ -184,11 +184,25 @@ def raw_records(converter: str, folders: list[Path]) -> Iterator[None]:
     except RawDataError:
         raise
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        frame = _converter_frame(exc)
         raise RawDataError(
             f"{converter}: a record under {', '.join(map(str, folders))} is not in the form the "
             f"build reads ({type(exc).__name__}: {exc}, at {Path(frame.filename).name}:{frame.lineno}); "
             f"is each file whole, as the dataset publishes it?") from exc
+
+
+# shared helpers the converters call: the line worth naming is their caller's
+_HELPER_FILES = ("source_common.py", "examples.py")
+
+
+def _converter_frame(exc: BaseException) -> traceback.FrameSummary:
+    """Where `exc` left the converter: the innermost frame of this package's own files outside
+    the shared helpers (`make_example` refuses a blank question in examples.py, but the record
+    was read in the converter), else the innermost frame."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames
+           if Path(f.filename).parent == Path(__file__).parent and Path(f.filename).name not in _HELPER_FILES]
+    return own[-1] if own else frames[-1]
 
 
 def _disambiguated_twins(kept: list[Item], raw_dir: Path, seed: int) -> list[Item]:

@@ -659,20 +659,22 @@ def _spoil(records, change: str) -> None:
     }[change](first)
 
 
-@pytest.mark.parametrize(("name", "change", "error"), [
-    ("pacific/validation.json", "paragraph without text", "KeyError: 'text'"),
-    ("abg-coqa/coqa_abg_val.json", "null target question", "AttributeError"),
-    ("ambignq/dev_light.json", "readings left out", "KeyError: 'qaPairs'"),
-    ("or-sharc/open_retrieval_sharc_dev.json", "null scenario", "AttributeError"),
-    ("pacific/validation.json", "blank question", "ValueError"),
-    ("canard/dev.json", "null history", "TypeError"),
-    ("trec-cast/2019/data/training/train_topics_v1.0.json", "turn without number", "KeyError: 'number'"),
-    ("trec-ikat/2023/data/2023_train_topics.json", "turns not a list", "TypeError"),
+@pytest.mark.parametrize(("name", "change", "error", "converter"), [
+    ("pacific/validation.json", "paragraph without text", "KeyError: 'text'", "source_pacific"),
+    ("abg-coqa/coqa_abg_val.json", "null target question", "AttributeError", "source_abg_coqa"),
+    ("ambignq/dev_light.json", "readings left out", "KeyError: 'qaPairs'", "source_ambignq"),
+    ("or-sharc/open_retrieval_sharc_dev.json", "null scenario", "AttributeError", "source_or_sharc"),
+    ("pacific/validation.json", "blank question", "ValueError", "source_pacific"),
+    ("canard/dev.json", "null history", "TypeError", "source_rewrites"),
+    ("trec-cast/2019/data/training/train_topics_v1.0.json", "turn without number", "KeyError: 'number'",
+     "source_rewrites"),
+    ("trec-ikat/2023/data/2023_train_topics.json", "turns not a list", "TypeError", "source_rewrites"),
 ])
 def test_a_raw_record_of_another_shape_is_a_raw_data_error_naming_the_dataset(
-        tmp_path, capsys, name, change, error):
+        tmp_path, capsys, name, change, error, converter):
     """Fields below those `source_common.field` checks, missing, null or of another type, stop the
-    build with one line naming the dataset folder, not a traceback."""
+    build with one line naming the dataset folder and the converter's line (not that of a shared
+    helper it called: `source_common`, `examples`), not a traceback."""
     from askbetter.cli import main
 
     raw = copy_raw(tmp_path)
@@ -687,7 +689,7 @@ def test_a_raw_record_of_another_shape_is_a_raw_data_error_naming_the_dataset(
         path.write_text(json.dumps(records))
     with pytest.raises(RawDataError, match=re.escape(str(raw / name.split("/")[0]))) as caught:
         build_dataset(raw, tmp_path / "out", progress=False)
-    assert error in str(caught.value)
+    assert error in str(caught.value) and f", at {converter}.py:" in str(caught.value)
     assert main(["data", "build", str(raw), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("askbetter: error: ") and "Traceback" not in "".join(err)

@@ -48,16 +48,19 @@ def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Con
     ValueError, a value of the wrong type, or a context that is not a mapping, TypeError. Other keys
     are ignored (with a warning when one is a letter off a run setting)."""
     given = dict(_as_mapping(context))
+    known = {_squash(name): name for name in Context.__annotations__}
     for key in sorted(set(given) - set(Context.__annotations__), key=str):
-        meant = misspelt_setting(key)
-        if meant and _squash(str(key)) == _squash(meant):
+        squashed = _squash(str(key))
+        if squashed in known:  # the same up to case and separators: `ask-mode`, `topK`
             raise ValueError(
-                f"unknown context key {key!r}: did you mean {meant!r}? (run settings: "
+                f"unknown context key {key!r}: did you mean {known[squashed]!r}? (run settings: "
                 f"{sorted(Context.__annotations__)})"
             )
-        if meant:
-            warnings.warn(f"context key {key!r} is no run setting and is ignored; did you mean {meant!r}?",
-                          stacklevel=2)
+        # a letter off (`treshold`), or a key of a parent graph's own (`task_mode`); not `top_p`
+        close = difflib.get_close_matches(squashed, known, n=1, cutoff=0.85)
+        if close:
+            warnings.warn(f"context key {key!r} is no run setting and is ignored; did you mean "
+                          f"{known[close[0]]!r}?", stacklevel=2)
     given = {key: given[key] for key in Context.__annotations__ if given.get(key) is not None}
     for key, value in given.items():
         _check_type(key, value)
@@ -82,14 +85,6 @@ def _as_mapping(context: object) -> Mapping[str, Any]:
         f"the context must be a mapping of run settings, e.g. {{'ask_mode': 'message'}}, not "
         f"{type(context).__name__}"
     )
-
-
-def misspelt_setting(key: object) -> str | None:
-    """The run setting `key` seems meant for: the same up to case and separators, or one letter
-    off (`treshold`); None for a key of its own (`user_id`, `top_p`, `thread_id`)."""
-    known = {_squash(name): name for name in Context.__annotations__}
-    match = difflib.get_close_matches(_squash(str(key)), known, n=1, cutoff=0.85)
-    return known[match[0]] if match else None
 
 
 def _squash(key: str) -> str:

@@ -57,7 +57,8 @@ def await_reply(state: Mapping[str, Any]) -> dict[str, Any]:
 def reply_message(reply: Any) -> HumanMessage:
     """The resume value as the user's message: a string as it is; a LangChain message, a
     `("user", text)` tuple or a `{"role", "content"}` dict by its content (whatever its role, it is
-    the user's reply), not its repr; any other value as `str(reply)`."""
+    the user's reply), not its repr; any other value, or one LangChain cannot read as a message (a
+    tool-role dict without its `tool_call_id`), as `str(reply)`."""
     if isinstance(reply, str):
         return HumanMessage(reply)
     try:

@@ -547,7 +547,7 @@ def test_a_retriever_that_ignores_k_is_cut_to_top_k():
     assert len(clarifier.calls[1][2]) == 3 and out["messages"][-1].text.endswith("[3] d2")
 
 
-def test_the_default_retriever_reports_a_store_with_no_chunks_before_the_clarifier_runs(tmp_path):
+def test_the_default_retriever_reports_a_missing_store_before_the_clarifier_runs(tmp_path):
     from askbetter.retrieval.errors import RetrievalError
 
     clarifier = ScriptedClarifier()  # no scripted decision: a call would fail

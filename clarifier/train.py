@@ -320,8 +320,8 @@ def check_adapter_kept(cfg: TrainConfig, adapter: dict, ckpt: dict | None) -> No
     if ckpt is None:
         raise CheckpointMismatch(
             f"{out / 'adapter'} is a run's adapter, and {out / 'checkpoint'} is missing: a run there "
-            f"would start at step 0 and replace it; train into a new --out-dir, or continue that "
-            f"adapter there with --init-adapter {out / 'adapter'}")
+            f"would start at step 0 and replace it; train into a new --out-dir (with --init-adapter "
+            f"{out / 'adapter'} to continue that adapter)")
     done, trained = adapter.get("training", {}), adapter.get("training", {}).get("config", {})
     if (adapter.get("threshold") is not None
             and done.get("steps") == ckpt.get("training", {}).get("steps")

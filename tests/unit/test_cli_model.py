@@ -389,7 +389,10 @@ def test_train_keeps_a_finished_run_s_adapter_before_the_model_loads(
         main([*argv, "--max-steps", "3"])  # a longer run goes on from the checkpoint
     (run / "checkpoint" / "trainer_state.pt").unlink()
     assert main(argv) == 1
-    assert f"{run / 'checkpoint'} is missing: a run there would start at step 0" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{run / 'checkpoint'} is missing: a run there would start at step 0" in err
+    # a new one: --init-adapter into this --out-dir is refused the same way
+    assert err.endswith(f"train into a new --out-dir (with --init-adapter {run / 'adapter'} to continue that adapter)\n")
     (run / "checkpoint" / "trainer_state.pt").write_bytes(b"state")
     (run / "adapter" / "askbetter_clarifier.json").write_text(json.dumps({"training": training}))
     with pytest.raises(AssertionError, match="the model loaded"):

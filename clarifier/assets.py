@@ -249,7 +249,8 @@ def load_base(base: str, cache_dir: Path, dtype: str, device: str) -> tuple[torc
         tokenizer = AutoTokenizer.from_pretrained(source)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype)
     except (OSError, ValueError) as exc:  # a hub id unknown or unreachable, a folder of no model
-        raise ModelNotFound(f"cannot load the model {base!r}: {str(exc).strip().splitlines()[0]}") from exc
+        first_line = next(iter(str(exc).strip().splitlines()), type(exc).__name__)
+        raise ModelNotFound(f"cannot load the model {base!r}: {first_line}") from exc
     return model.to(device), tokenizer
 
 

@@ -60,6 +60,18 @@ def test_a_base_model_that_cannot_be_loaded_is_one_error_naming_it(tmp_path: Pat
         assets.load_base(base, tmp_path / "cache", "float32", "cpu")
 
 
+def test_a_base_model_error_without_a_message_is_named_by_its_type(tmp_path: Path, monkeypatch) -> None:
+    import transformers
+
+    def fails(*args, **kwargs):
+        raise OSError()
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", fails)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ModelNotFound, match=f"^cannot load the model '{tmp_path}': OSError$"):
+        assets.load_base(str(tmp_path), tmp_path / "cache", "float32", "cpu")
+
+
 def test_adapters_name_the_bundled_base_by_its_hub_id() -> None:
     assert base_model_name("bundled:smollm2-135m-instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
     assert base_model_name("/models/my-llm") == "/models/my-llm"

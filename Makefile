@@ -39,8 +39,8 @@ DATA ?= data
 data: setup
 	$(BIN)/askbetter data build $(RAW) --out $(DATA)
 	for split in dev test; do \
-	  grep -v -F -f clarifier/adapter/trained_on.txt $(DATA)/$$split.jsonl > $(DATA)/$$split.unseen.jsonl \
-	    || { rm -f $(DATA)/$$split.unseen.jsonl; exit 1; }; \
+	  grep -v -F -f clarifier/adapter/trained_on.txt $(DATA)/$$split.jsonl > $(DATA)/$$split.unseen.jsonl; \
+	  [ $$? -le 1 ] || { rm -f $(DATA)/$$split.unseen.jsonl; exit 1; }; \
 	done
 
 # the venv and build outputs (`python -m build` writes dist/); keeps data/, runs/ and the

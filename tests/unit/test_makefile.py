@@ -49,3 +49,17 @@ def test_data_fails_when_a_split_cannot_be_filtered(tmp_path: Path) -> None:
     done = _make("-o", "setup", "data", f"BIN={bin_dir}", f"DATA={data}", cwd=ROOT)
     assert done.returncode != 0, done.stdout + done.stderr
     assert not (data / "dev.unseen.jsonl").exists()
+
+
+def test_data_keeps_a_split_that_the_filter_empties(tmp_path: Path) -> None:
+    """A split whose every example the shipped adapter trained on filters to an empty file: grep's
+    "no line selected" (status 1) is no error."""
+    bin_dir, data = tmp_path / "bin", tmp_path / "data"
+    bin_dir.mkdir()
+    trained = (ROOT / "clarifier" / "adapter" / "trained_on.txt").read_text().splitlines()[0]
+    fake = bin_dir / "askbetter"  # a build whose dev and test hold one example the adapter trained on
+    fake.write_text(f'#!/bin/sh\nmkdir -p "$5"\nfor s in dev test; do echo \'{{{trained}}}\' > "$5/$s.jsonl"; done\n')
+    fake.chmod(0o755)
+    done = _make("-o", "setup", "data", f"BIN={bin_dir}", f"DATA={data}", cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (data / "dev.unseen.jsonl").read_text() == (data / "test.unseen.jsonl").read_text() == ""

@@ -161,11 +161,16 @@ def build_dataset(
         label = "clarify" if needs_clarification(ex) else "clear"
         report.counts[(split, ex["source"], ex["setting"], ex["kind"], label)] += 1
     staged = {}  # every split written before any replaces the last build's: never a mix of two
-    for split, examples in splits.items():
-        examples.sort(key=lambda ex: stable_fraction(seed, "order", ex["id"]))
-        report.files[split] = out_dir / f"{split}.jsonl"
-        staged[split] = out_dir / f"{split}.jsonl.new"
-        write_examples(staged[split], examples)
+    try:
+        for split, examples in splits.items():
+            examples.sort(key=lambda ex: stable_fraction(seed, "order", ex["id"]))
+            report.files[split] = out_dir / f"{split}.jsonl"
+            staged[split] = out_dir / f"{split}.jsonl.new"
+            write_examples(staged[split], examples)
+    except BaseException:  # stopped or failed while writing: no half-written split left behind
+        for path in staged.values():
+            path.unlink(missing_ok=True)
+        raise
     for split, path in staged.items():
         path.replace(report.files[split])
     report.seconds = time.perf_counter() - start

@@ -565,7 +565,7 @@ def test_a_build_stopped_while_writing_leaves_the_last_build_whole(tmp_path, mon
     monkeypatch.setattr(data_build, "write_examples", write_then_stop)
     with pytest.raises(KeyboardInterrupt):
         build_dataset(RAW, out, seed=14, progress=False)
-    assert written and {p.name: p.read_bytes() for p in out.glob("*.jsonl")} == last
+    assert written and {p.name: p.read_bytes() for p in out.iterdir()} == last  # no .new left
 
 
 def test_missing_raw_dir_is_a_clear_error(tmp_path):

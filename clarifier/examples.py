@@ -57,7 +57,7 @@ def validate_example(obj: Any) -> Example:
         if key not in obj:
             raise ValueError(f"missing key {key!r}")
     if isinstance(obj["id"], bool) or not isinstance(obj["id"], str | int):
-        raise ValueError(f"id must be a string, not {obj['id']!r}")
+        raise ValueError(f"id must be a string or a whole number, not {obj['id']!r}")
     obj["id"] = str(obj["id"])  # another writer's numeric id reads as text, as a document's does
     if obj.get("setting") is None:  # left out: `post` when there are passages, as the design defines
         obj["setting"] = "post" if obj.get("documents") else "pre"

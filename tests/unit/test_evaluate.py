@@ -237,7 +237,7 @@ def test_load_examples_reads_a_numeric_id_as_text_and_refuses_a_null_one(tmp_pat
     assert loaded["id"] == "7"
     for bad in (None, ["a"], True):
         path = write_jsonl(tmp_path / "bad_id.jsonl", [EXAMPLES[0], {**EXAMPLES[1], "id": bad}])
-        with pytest.raises(ExampleFormatError, match=re.escape(f"bad_id.jsonl:2: not a valid example: id must be a string, not {bad!r}")):
+        with pytest.raises(ExampleFormatError, match=re.escape(f"bad_id.jsonl:2: not a valid example: id must be a string or a whole number, not {bad!r}")):
             ev.load_examples(path)
 
 

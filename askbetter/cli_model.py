@@ -93,10 +93,20 @@ def add_calibrate(subparsers: Any) -> None:
     parser.set_defaults(handler=cmd_calibrate)
 
 
-def check_output_files(**paths: Path | None) -> None:
+def check_output_files(examples: Path, /, **paths: Path | None) -> None:
     """UsageError, before any model loads, for an output option (`--json=PATH`...) whose file
-    could not be written: a folder, under a file, or where the user may not write."""
+    could not be written (a folder, under a file, or where the user may not write), or that names
+    the `examples` file read (the run would write over its own data) or another output's file (one
+    would overwrite the other)."""
     _check_outputs(paths, folders=False)
+    seen = {examples.resolve(): "the examples file"}
+    for option, path in paths.items():
+        if path is None:
+            continue
+        flag = f"--{option.replace('_', '-')}"
+        taken = seen.setdefault(path.resolve(), f"the file of {flag}")
+        if taken != f"the file of {flag}":
+            raise UsageError(f"{flag} {path} is {taken}, which it would overwrite: name another file")
 
 
 def check_output_folders(**paths: Path) -> None:
@@ -129,26 +139,11 @@ def _check_outputs(paths: dict[str, Path | None], folders: bool) -> None:
             raise UsageError(f"{flag}: no permission to enter {writable}")
 
 
-def check_outputs_apart(file: Path, **paths: Path | None) -> None:
-    """UsageError, before any model loads, for an output option that names the examples `file`
-    (the run would write its report over its own data) or the file of another output option
-    (one would overwrite the other)."""
-    seen = {file.resolve(): "the examples file"}
-    for option, path in paths.items():
-        if path is None:
-            continue
-        flag = f"--{option.replace('_', '-')}"
-        taken = seen.setdefault(path.resolve(), f"the file of {flag}")
-        if taken != f"the file of {flag}":
-            raise UsageError(f"{flag} {path} is {taken}, which it would overwrite: name another file")
-
-
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from askbetter.clarifier.calibrate import run_calibrate
     from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
-    check_output_files(predictions=args.predictions)
-    check_outputs_apart(args.file, predictions=args.predictions)
+    check_output_files(args.file, predictions=args.predictions)
     try:
         record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings_from(args),
                                predictions_out=args.predictions)
@@ -184,8 +179,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.prompt_style is not None and args.baselines:
         raise UsageError("--prompt-style is not used with --baselines: the base model runs zero-shot and "
                          "few-shot, the adapter in the style it was trained on")
-    check_output_files(json=args.json_out, predictions=args.predictions, markdown=args.markdown)
-    check_outputs_apart(args.file, json=args.json_out, predictions=args.predictions, markdown=args.markdown)
+    check_output_files(args.file, json=args.json_out, predictions=args.predictions, markdown=args.markdown)
     settings = settings_from(args)
     try:
         return _evaluate(args, settings)

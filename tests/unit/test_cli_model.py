@@ -1,6 +1,7 @@
 """The model subcommands: `data build`, `train` options, `eval` errors (no model is loaded)."""
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -141,9 +142,9 @@ def test_an_output_file_without_write_permission_is_refused(tmp_path: Path, monk
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != denied and real_access(path, mode))
     with pytest.raises(UsageError, match=f"--json {out}: no permission to write there"):
-        check_output_files(json=out)
+        check_output_files(tmp_path / "examples.jsonl", json=out)
     (tmp_path / "ok").mkdir()
-    check_output_files(json=tmp_path / "ok" / "other.json")  # a writable place passes
+    check_output_files(tmp_path / "examples.jsonl", json=tmp_path / "ok" / "other.json")  # a writable place passes
 
 
 @pytest.mark.parametrize(("command", "option"), [(["train", "--data-dir", "no-data"], "--out-dir"),
@@ -195,7 +196,7 @@ def test_an_output_place_in_a_folder_without_search_permission_is_refused(
     real_access = os.access
     monkeypatch.setattr(os, "access",
                         lambda path, mode: not (Path(path) == denied and mode & os.X_OK) and real_access(path, mode))
-    check = check_output_folders if folders else check_output_files
+    check = check_output_folders if folders else partial(check_output_files, tmp_path / "examples.jsonl")
     option = "out_dir" if folders else "json"
     flag = "--out-dir" if folders else "--json"
     with pytest.raises(UsageError) as caught:
@@ -209,7 +210,7 @@ def test_an_existing_output_file_needs_no_execute_permission(tmp_path: Path) -> 
     out = tmp_path / "report.json"
     out.write_text("{}")
     out.chmod(0o644)  # not executable, even by root
-    check_output_files(json=out)
+    check_output_files(tmp_path / "examples.jsonl", json=out)
 
 
 @pytest.mark.parametrize("relative", [".", "", "run", "run/deeper"])

@@ -9,13 +9,14 @@ from typing_extensions import TypedDict  # pydantic (LangGraph's JSON schemas) n
 
 
 class Passage(TypedDict):
-    """One retrieved chunk, as a `Retriever` returns it and the graph state keeps it."""
+    """One retrieved chunk, as a `Retriever` returns it and the graph state keeps it. Only `text`
+    is required of a custom retriever; `ChromaRetriever` sets `id` and `score` too."""
 
-    id: str  # chunk id in the collection (content-derived)
+    id: NotRequired[str]  # chunk id in the collection (content-derived)
     text: str
     title: NotRequired[str]
     source: NotRequired[str]  # file path or URL the chunk came from
-    score: float  # similarity in [0, 1], higher is closer (1 - cosine distance, clipped)
+    score: NotRequired[float]  # similarity in [0, 1], higher is closer (1 - cosine distance, clipped)
     metadata: NotRequired[dict[str, Any]]
 
 

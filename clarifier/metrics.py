@@ -216,7 +216,7 @@ def pick_threshold(labels: Sequence[bool], scores: Sequence[float]) -> float:
     if not labels:
         raise ValueError("pick_threshold needs at least one example")
     s = np.asarray(scores, dtype=np.float64)
-    if s.min() < 0.0 or s.max() > 1.0:
+    if not np.all((s >= 0.0) & (s <= 1.0)):  # NaN fails both comparisons: refused too
         raise ValueError("scores must lie in [0, 1]")
     y = np.asarray(labels, dtype=bool)
     distinct = np.unique(s)

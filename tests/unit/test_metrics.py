@@ -211,3 +211,10 @@ def test_pick_threshold_one_class_and_errors():
         metrics.pick_threshold([True], [1.5])
     with pytest.raises(ValueError, match="same length"):
         metrics.pick_threshold([True, False], [0.5])
+
+
+def test_pick_threshold_refuses_nan_scores():
+    # NaN compares False with both bounds: it must not slip past the range check into a NaN
+    # threshold (with which every decision reads "clear")
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        metrics.pick_threshold([True, False, False], [float("nan"), 0.1, 0.9])

@@ -204,11 +204,11 @@ def run_eval(
     clarifier = local_clarifier(settings, adapter=adapter, prompt_style=prompt_style)
     name = system_name(adapter, getattr(clarifier, "prompt_style", prompt_style))
     predictions = predict(examples, clarifier, generate_questions=generate_questions, desc=name)
+    if predictions_out is not None:  # first: a report that fails (a NaN score) keeps the run's output
+        write_predictions(predictions_out, predictions)
     report = summarize(predictions, system=name, threshold=getattr(clarifier, "threshold", None))
     if json_out is not None:
         write_json(json_out, report)
-    if predictions_out is not None:
-        write_predictions(predictions_out, predictions)
     return report
 
 

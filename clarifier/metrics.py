@@ -54,9 +54,14 @@ def classification(
 
     With no examples every figure is None; `auc` is None when only one class is present.
     Macro-F1 averages the classes that occur in the labels or the predictions (a perfect run on
-    examples of one label scores 1).
+    examples of one label scores 1). A score that is not a finite number (NaN) is a ValueError.
     """
     _check_aligned(labels, predictions, scores)
+    not_finite = sum(not np.isfinite(s) for s in scores)
+    if not_finite:
+        raise ValueError(f"{not_finite} of {len(scores)} scores are not finite numbers (NaN or "
+                         "infinite), so no figures can be computed (a float16 model can overflow: "
+                         "ASKBETTER_DTYPE=float32)")
     n = len(labels)
     if n == 0:
         return {**dict.fromkeys(CLASSIFICATION_KEYS, None), "n": 0, "n_clarify": 0}

@@ -317,3 +317,22 @@ def test_read_predictions_reads_back_what_write_predictions_wrote(tmp_path):
     ev.write_predictions(path, rows)
     path.write_text(path.read_text() + "\n")  # a trailing blank line is skipped
     assert ev.read_predictions(path) == [dataclasses.asdict(r) for r in rows]
+
+
+def test_run_eval_keeps_the_predictions_when_a_score_is_not_a_number(tmp_path, monkeypatch):
+    # a model in float16 can overflow to NaN: the report cannot be computed, but the run's
+    # per-example output is written before that fails, and the error says what is wrong
+    class NaNClarifier(ScriptedClarifier):
+        def check(self, messages, documents=None):
+            decision = super().check(messages, documents)
+            if messages[-1]["content"] == "query 1":
+                return dataclasses.replace(decision, score=float("nan"), needs_clarification=False)
+            return decision
+
+    monkeypatch.setattr(ev, "local_clarifier", lambda settings, **_: NaNClarifier())
+    path = write_jsonl(tmp_path / "ex.jsonl", EXAMPLES)
+    preds_out = tmp_path / "preds.jsonl"
+    with pytest.raises(ValueError, match="1 of 5 scores are not finite"):
+        ev.run_eval(path, adapter="none", base_model=None, limit=None, json_out=None,
+                    settings=Settings(), predictions_out=preds_out, generate_questions=False)
+    assert [r["id"] for r in ev.read_predictions(preds_out)] == [f"ex-{i}" for i in range(5)]

@@ -218,3 +218,11 @@ def test_pick_threshold_refuses_nan_scores():
     # threshold (with which every decision reads "clear")
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         metrics.pick_threshold([True, False, False], [float("nan"), 0.1, 0.9])
+
+
+def test_classification_refuses_a_score_that_is_not_a_number():
+    # with both classes scikit-learn's AUC would stop on it ("Input contains NaN."); with one
+    # class it went through unnoticed
+    for labels in ([True, False], [False, False]):
+        with pytest.raises(ValueError, match="1 of 2 scores are not finite"):
+            metrics.classification(labels, [True, False], [float("nan"), 0.1])

@@ -3,6 +3,11 @@
 `run_baselines` is what `askbetter eval FILE.jsonl --baselines` runs: always-clarify,
 never-clarify, the base model prompted zero-shot and few-shot, and the adapter, each scored by
 `evaluate`, then `format_table` lays the reports out as a Markdown table shaped like the paper's.
+
+Thresholds: the base model is judged at the one it has without an adapter (0.5), the adapter at
+its stored, dev-picked one; `ASKBETTER_THRESHOLD`, when set, replaces both. The trivial systems'
+constant scores give AUC 0.5; always-clarify's question (`GENERIC_QUESTION`) is scored against
+every reference.
 """
 
 from __future__ import annotations

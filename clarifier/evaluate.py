@@ -6,13 +6,17 @@ JSON-ready report whose keys are `REPORT_KEYS`:
 - `system`: the system's name; `threshold`: its decision threshold, or None if it has none;
 - `n`, `n_clarify`: examples and examples that need clarification;
 - `accuracy`, `precision_clarify`, `recall_clarify`, `f1_clarify`, `macro_f1`, `auc` over all
-  examples ("clarify" is the positive class; `auc` is None when only one class is present);
+  examples ("clarify" is the positive class; precision, recall and F1 are 0 where undefined,
+  macro-F1 averages the classes present, `auc` is None when only one class is present);
 - `by_setting`: `{"pre": {...}, "post": {...}}`, the same figures per setting;
 - `by_kind`: `{kind: {"accuracy", "n"}}` for each kind present (hard negatives: `hard-negative`);
 - `by_source`: `{source: {setting: {"accuracy", "auc", "n"}}}` for each source and setting present;
-- `rouge_l`, `embed_sim` (cosine of all-MiniLM-L6-v2 embeddings), `one_question_share`,
-  `n_questions`: question quality over the examples that have a reference question and where
-  the system asked one (None when there are none);
+- `rouge_l` (mean ROUGE-L F-measure, `rouge_score` with Porter stemming), `embed_sim` (mean
+  cosine of all-MiniLM-L6-v2 embeddings), `one_question_share` (`metrics.is_one_question`),
+  `n_questions`: question quality over the examples that have a reference question (their
+  `clarification`) and where the system asked one, each question as the system returned it
+  (the local clarifier's: its output's first line up to the first "?", or a fixed fallback
+  question) against that reference (None when there are none);
 - `sec_per_example`: mean wall time of one decision, question generation included.
 
 `run_eval` is the command itself; `format_report` prints a report for people.

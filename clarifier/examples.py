@@ -127,14 +127,19 @@ def iter_examples(path: str | Path) -> Iterator[Example]:
 
 
 def write_examples(path: str | Path, examples: Iterable[Example]) -> int:
-    """Write examples as JSON lines (atomically: a temp file renamed into place). Returns the count."""
+    """Write examples as JSON lines (atomically: a temp file renamed into place; stopped or failed
+    while writing, the temp file is removed). Returns the count."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     n = 0
-    with tmp.open("w", encoding="utf-8") as fh:
-        for ex in examples:
-            fh.write(json.dumps(ex, ensure_ascii=False) + "\n")
-            n += 1
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for ex in examples:
+                fh.write(json.dumps(ex, ensure_ascii=False) + "\n")
+                n += 1
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     tmp.replace(path)
     return n

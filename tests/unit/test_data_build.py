@@ -568,6 +568,27 @@ def test_a_build_stopped_while_writing_leaves_the_last_build_whole(tmp_path, mon
     assert written and {p.name: p.read_bytes() for p in out.iterdir()} == last  # no .new left
 
 
+def test_a_build_stopped_inside_a_split_s_write_leaves_no_temp_file(tmp_path, monkeypatch):
+    """Stopped halfway through writing a split's lines (not between two splits): the temp file
+    `write_examples` was filling goes too, so --out holds the last build and nothing else."""
+    from askbetter.clarifier import data_build
+
+    out = tmp_path / "out"
+    build_dataset(RAW, out, seed=13, progress=False)
+    last = {p.name: p.read_bytes() for p in out.iterdir()}
+    write = data_build.write_examples
+
+    def stop_after_one_line(examples):
+        yield from examples[:1]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(data_build, "write_examples",
+                        lambda path, examples: write(path, stop_after_one_line(examples)))
+    with pytest.raises(KeyboardInterrupt):
+        build_dataset(RAW, out, seed=14, progress=False)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == last  # no .new, no .new.tmp
+
+
 def test_missing_raw_dir_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="raw data folder not found"):
         build_dataset(tmp_path / "nowhere", tmp_path / "out", progress=False)

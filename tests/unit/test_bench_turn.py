@@ -33,3 +33,40 @@ def test_each_row_shows_median_and_min_per_dtype_and_the_ratio_of_medians() -> N
     assert rows["model load (s)"] == "| model load (s) | 0.50 |  | 0.60 |  | 1.20 |"
     assert rows["peak RSS (MiB)"] == "| peak RSS (MiB) | 1000.0 |  | 800.0 |  | 0.80 |"
     assert rows["RSS at the end (MiB)"] == "| RSS at the end (MiB) | 900.0 |  | n/a |  | n/a |"
+
+
+def test_a_turn_is_timed_node_by_node_and_its_path_described() -> None:
+    """`timed_turn` over fakes: a time for each node the turn ran and for the whole turn; `describe`
+    names each step, a check's score and its question's length, the rewrite with history, and the
+    answer's length without its `Sources:` list."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from askbetter.graph.context import default_context
+    from askbetter.graph.factory import create_clarifying_rag
+    from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
+    from askbetter.settings import Settings
+
+    settings = Settings()
+    graph = create_clarifying_rag(
+        clarifier=ScriptedClarifier(pre=[None, None], post=[None, "Which office?"]),
+        retriever=StaticRetriever([{"id": "d1", "title": "Parking", "text": "Level 2.", "score": 0.8}]),
+        answer_model=GenericFakeChatModel(messages=iter(["On level 2 [1]."])),
+        rewriter=lambda messages: "Where can I park in Boston?", settings=settings,
+    ).compile(checkpointer=InMemorySaver())
+    context = {**default_context(settings), "ask_mode": "message", "max_rounds": 1}
+    words = lambda text: len(text.split())  # noqa: E731 (the token count, here in words)
+
+    clear = bench_turn.TURNS["clear"]
+    times, steps = bench_turn.timed_turn(graph, clear, {"configurable": {"thread_id": "a"}}, context)
+    assert [node for node, _ in steps] == ["rewrite", "pre_check", "retrieve", "post_check", "answer"]
+    assert set(times) == {"rewrite", "pre_check", "retrieve", "post_check", "answer", "turn"}
+    assert times["turn"] >= sum(times[node] for node, _ in steps) > 0
+    assert bench_turn.describe(steps, True, words) == (
+        'rewrite "Where can I park in Boston?" -> pre_check 0.100 -> retrieve -> post_check 0.100 '
+        "-> answer (4 tokens)")
+
+    asks = bench_turn.TURNS["post-ask"]
+    times, steps = bench_turn.timed_turn(graph, asks, {"configurable": {"thread_id": "b"}}, context)
+    assert bench_turn.describe(steps, False, words) == (
+        "rewrite -> pre_check 0.100 -> retrieve -> post_check 0.900, asks (2 tokens) -> ask_user")

@@ -107,9 +107,7 @@ def describe(node: str, update: Mapping[str, Any], view: Mapping[str, Any], cont
         return _describe_decision(decision, view, context)
     if node == RETRIEVE:
         passages = update.get("documents", [])
-        listed = "; ".join(
-            f"[{i}] {p.get('title') or p.get('id')} ({p.get('score', 0):.2f})" for i, p in enumerate(passages, 1)
-        )
+        listed = "; ".join(f"[{i}] {_passage(p)}" for i, p in enumerate(passages, 1))
         return f"{len(passages)} passages: {listed}" if passages else "no passages found"
     if node == ASK_USER:
         return f"asks (round {update.get('clarification_rounds')}/{context['max_rounds']})"
@@ -119,6 +117,13 @@ def describe(node: str, update: Mapping[str, Any], view: Mapping[str, Any], cont
     if node == ANSWER:
         return "answers"
     return ", ".join(sorted(update))
+
+
+def _passage(passage: Mapping[str, Any]) -> str:
+    """Title (or id) and score, each where the retriever gave it (a custom one need not)."""
+    name = passage.get("title") or passage.get("id") or "untitled"
+    score = passage.get("score")
+    return f"{name} ({score:.2f})" if isinstance(score, int | float) and not isinstance(score, bool) else str(name)
 
 
 def _describe_decision(decision: Mapping[str, Any] | None, view: Mapping[str, Any], context: Context) -> str:

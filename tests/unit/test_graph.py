@@ -571,3 +571,14 @@ def test_a_bound_or_wrapped_chat_model_answers_rewrites_and_streams():
     chunks = [m for m, meta in graph.stream(history, {"configurable": {"thread_id": "bound"}}, stream_mode="messages")]
     assert retriever.queries == ["How do I turn on sync in Nimbus Desktop?"]  # the model's rewrite
     assert len(chunks) > 1 and "".join(m.text for m in chunks) == "Choose Sync [2]"
+
+
+def test_the_retrieve_step_shows_a_score_only_where_the_retriever_gave_one():
+    # id and score are optional in a custom retriever's passages: none is shown as 0.00, and a
+    # score that is no number (None) does not stop the CLI's step line
+    from askbetter.graph.trace import describe
+
+    passages = [{"id": "d1", "text": "a", "score": 0.812}, {"title": "Parking", "text": "b"},
+                {"id": "d3", "text": "c", "score": None}, {"text": "d"}]
+    assert describe("retrieve", {"documents": passages}, {}, {}) == (
+        "4 passages: [1] d1 (0.81); [2] Parking; [3] d3; [4] untitled")

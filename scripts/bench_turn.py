@@ -5,7 +5,8 @@ the other, so that its model load time and peak RSS are its own. A process inges
 corpus into a fresh in-memory Chroma collection ("corpus ingest": sentence-transformers imported,
 MiniLM loaded, the chunks embedded), loads the clarifier ("model load":
 `LocalClarifier.from_settings`, the converted base model read in the dtype and the adapter
-applied; the answer and rewrite model share that copy) and compiles the default graph over them,
+applied; the answer and rewrite model share that copy; the bundled GGUF is converted before the
+first process starts, so no load includes that) and compiles the default graph over them,
 as `askbetter demo` does. Then it runs three turns in message mode, each on a fresh thread: once
 as a warm-up (not counted), then --repeats times:
 
@@ -209,9 +210,13 @@ def markdown_table(names: list[str], rows: list[tuple[str, list[list[float]]]]) 
 
 
 def main(dtypes: list[str], repeats: int, json_out: Path | None) -> None:
+    from askbetter.clarifier.assets import resolve_base_model
+
     for dtype in dtypes:
         check_dtype(dtype)
-    Settings.from_env()  # a setting out of range stops here, before any model loads
+    settings = Settings.from_env()  # a setting out of range stops here, before any model loads
+    # the bundled GGUF converted (once, about 30 s) before any child: not in the first one's load
+    resolve_base_model(settings.base_model, settings.cache_dir)
     load_before = os.getloadavg()
     results = [run_child(dtype, repeats) for dtype in dtypes]
     load_after = os.getloadavg()

@@ -70,3 +70,22 @@ def test_a_turn_is_timed_node_by_node_and_its_path_described() -> None:
     times, steps = bench_turn.timed_turn(graph, asks, {"configurable": {"thread_id": "b"}}, context)
     assert bench_turn.describe(steps, False, words) == (
         "rewrite -> pre_check 0.100 -> retrieve -> post_check 0.900, asks (2 tokens) -> ask_user")
+
+
+def test_the_bundled_model_is_converted_before_the_first_dtype_s_process(monkeypatch, capsys) -> None:
+    """Else on a first run the first dtype's "model load" would include the GGUF's conversion."""
+    from askbetter.clarifier import assets
+
+    calls = []
+    monkeypatch.setattr(assets, "resolve_base_model", lambda base, cache: calls.append("convert"))
+
+    def child(dtype, repeats):
+        calls.append(dtype)
+        return {"torch_dtype": f"torch.{dtype}", "threads": 2, "seconds": {"clear: turn": [1.0]},
+                "corpus_ingest_s": 4.0, "model_load_s": 0.5, "peak_rss_mib": 1000.0, "end_rss_mib": 900.0,
+                "paths": {"clear": "answer"}}
+
+    monkeypatch.setattr(bench_turn, "run_child", child)
+    bench_turn.main(["float32", "bfloat16"], 1, None)
+    assert calls == ["convert", "float32", "bfloat16"]
+    assert "| clear: turn (ms) | 1000.0 |  | 1000.0 |  | 1.00 |" in capsys.readouterr().out

@@ -68,3 +68,4 @@ def test_a_thread_paused_in_one_process_is_resumed_by_another_graph_in_another(t
     state = again.get_state(config)
     assert state.next == () and len(state.values["messages"]) == 4
     assert state.values["asked_questions"] == [QUESTION] and state.values["awaiting_reply"] is False
+    again.checkpointer.conn.close()

@@ -233,6 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# what an interrupted command left, and how to go on (commands whose work is lost say nothing more)
+_RESUME_HINTS = {
+    "ingest": "the chunks stored so far are kept: run the same ingestion again to finish it",
+    "train": "run the same command again to go on from its last checkpoint, if it wrote one",
+    "data": "an earlier build in --out is kept whole",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warnings.showwarning = _show_warning
@@ -242,7 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
+        hint = _RESUME_HINTS.get(args.command, "")
+        print(f"\ninterrupted{'; ' + hint if hint else ''}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # stdout's reader stopped reading (`askbetter ask ... | head -1`)
         # what is left to print goes nowhere, so that Python's flush at exit fails no more

@@ -349,3 +349,19 @@ def test_an_adapter_folder_missing_or_incomplete_fails_before_any_model_loads(tm
             where = [] if command == ["demo"] else ["--chroma-path", str(store.chroma_path)]
             assert cli.main([*command, "--adapter", str(adapter), *where]) == 1, command
             assert capsys.readouterr().err == f"askbetter: error: {message}\n"
+
+
+@pytest.mark.parametrize(("module", "handler", "argv", "hint"), [
+    ("askbetter.cli", "cmd_ingest", ["ingest", "docs"], "; the chunks stored so far are kept: run the same ingestion"),
+    ("askbetter.cli_model", "cmd_train", ["train"], "; run the same command again to go on from its last checkpoint"),
+    ("askbetter.cli_model", "cmd_data_build", ["data", "build", "raw"], "; an earlier build in --out is kept whole"),
+    ("askbetter.cli", "cmd_ask", ["ask", "Where can I park?"], ""),
+])
+def test_an_interrupted_command_says_what_it_left_and_how_to_go_on(monkeypatch, capsys, module, handler, argv, hint):
+    def stopped(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(f"{module}.{handler}", stopped)
+    assert cli.main(argv) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("\ninterrupted" + hint) and err.endswith("\n") and err.count("\n") == 2

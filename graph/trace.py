@@ -17,6 +17,7 @@ from langgraph.pregel import Pregel
 
 from askbetter.graph.context import Context
 from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE, ask_blocker
+from askbetter.nodes.answer import passage_title
 from askbetter.nodes.ask_user import CLARIFICATION_METADATA
 
 # the node column of printed steps: as wide as the longest node name
@@ -121,9 +122,9 @@ def describe(node: str, update: Mapping[str, Any], view: Mapping[str, Any], cont
 
 def _passage(passage: Mapping[str, Any]) -> str:
     """Title (or id) and score, each where the retriever gave it (a custom one need not)."""
-    name = passage.get("title") or passage.get("id") or "untitled"
+    name = passage_title(passage)
     score = passage.get("score")
-    return f"{name} ({score:.2f})" if isinstance(score, int | float) and not isinstance(score, bool) else str(name)
+    return f"{name} ({score:.2f})" if isinstance(score, int | float) and not isinstance(score, bool) else name
 
 
 def _describe_decision(decision: Mapping[str, Any] | None, view: Mapping[str, Any], context: Context) -> str:

@@ -45,7 +45,7 @@ def answer_prompt(query: str, passages: Sequence[Mapping[str, Any]]) -> list[Bas
     """The instruction, then one user message: the numbered passages and the question last (so
     a chat model that cuts an over-long prompt in the middle keeps the question)."""
     numbered = "\n\n".join(
-        f"[{i}] {_title(p)}\n{' '.join(str(p.get('text', '')).split())}" for i, p in enumerate(passages, 1)
+        f"[{i}] {passage_title(p)}\n{' '.join(str(p.get('text', '')).split())}" for i, p in enumerate(passages, 1)
     )
     return [
         SystemMessage(ANSWER_INSTRUCTION),
@@ -58,7 +58,7 @@ def sources(passages: Sequence[Mapping[str, Any]]) -> str:
     lines = ["Sources:"]
     for i, p in enumerate(passages, 1):
         where = f" ({_short(str(p['source']))})" if p.get("source") else ""
-        lines.append(f"[{i}] {_title(p)}{where}")
+        lines.append(f"[{i}] {passage_title(p)}{where}")
     return "\n".join(lines)
 
 
@@ -67,5 +67,6 @@ def _short(source: str) -> str:
     return source if "://" in source else PurePath(source).name
 
 
-def _title(passage: Mapping[str, Any]) -> str:
+def passage_title(passage: Mapping[str, Any]) -> str:
+    """How a passage is named to people: its title, else its id, else "untitled"."""
     return str(passage.get("title") or passage.get("id") or "untitled")

@@ -468,9 +468,10 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     ckpt = cfg.out_dir / "checkpoint"
     _recover_checkpoint(ckpt)
     resuming = (ckpt / "trainer_state.pt").is_file()
-    if resuming:
-        check_same_options(adapter_config(ckpt).get("training", {}).get("config", {}), cfg, ckpt)
-    check_adapter_kept(cfg, adapter_config(cfg.out_dir / "adapter"), adapter_config(ckpt) if resuming else None)
+    saved = adapter_config(ckpt) if resuming else None  # read once, for both checks
+    if saved is not None:
+        check_same_options(saved.get("training", {}).get("config", {}), cfg, ckpt)
+    check_adapter_kept(cfg, adapter_config(cfg.out_dir / "adapter"), saved)
 
     base = cfg.base_model or settings.base_model
     model, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)

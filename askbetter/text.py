@@ -1,4 +1,5 @@
-"""A check on text from outside (files, the command line) that Python holds but cannot encode.
+"""Text in and out: a check on text from outside (files, the command line) that Python holds but
+cannot encode, and the atomic write of a text file.
 
 Nothing here imports the rest of the package, so any module may import it.
 """
@@ -6,6 +7,8 @@ Nothing here imports the rest of the package, so any module may import it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from pathlib import Path
 
 #: why a string or record that `encodes_as_utf8` refuses is refused
 NOT_UTF8 = "not UTF-8 text (an unpaired surrogate escape such as \\ud800)"
@@ -20,3 +23,23 @@ def encodes_as_utf8(value: object) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def write_lines(path: str | Path, lines: Iterable[str]) -> int:
+    """Write `lines` (strings, each ending in a newline) to `path` as UTF-8, atomically: into a temp
+    file in the same folder (made if missing), then renamed into place. Stopped or failed before the
+    rename, the temp file is removed and `path` is as it was. Returns how many strings it wrote."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    n = 0
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for line in lines:
+                fh.write(line)
+                n += 1
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return n

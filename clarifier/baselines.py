@@ -30,6 +30,7 @@ from askbetter.clarifier.examples import Example
 from askbetter.clarifier.metrics import Encoder
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
 from askbetter.settings import Settings
+from askbetter.text import write_lines
 
 #: AlwaysClarify's question: shows what a generic question scores on question quality.
 GENERIC_QUESTION = "Could you clarify what you mean?"
@@ -153,8 +154,7 @@ def run_baselines(
     if json_out is not None:
         write_json(json_out, reports)
     if markdown_out is not None:
-        markdown_out.parent.mkdir(parents=True, exist_ok=True)
-        markdown_out.write_text(format_table(reports) + "\n", encoding="utf-8")
+        write_lines(markdown_out, [format_table(reports) + "\n"])
     return reports
 
 

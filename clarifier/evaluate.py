@@ -38,6 +38,7 @@ from askbetter.clarifier import metrics
 from askbetter.clarifier.examples import Example, check_documents, needs_clarification, read_examples
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
 from askbetter.settings import BUNDLED_EMBEDDING_MODEL, Settings
+from askbetter.text import write_lines
 
 REPORT_KEYS = (
     "system",
@@ -236,16 +237,13 @@ def system_name(adapter: str, prompt_style: str | None) -> str:
 
 
 def write_json(path: Path, obj: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    """`obj` as indented JSON, atomically (`askbetter.text.write_lines`)."""
+    write_lines(path, [json.dumps(obj, indent=2, ensure_ascii=False) + "\n"])
 
 
 def write_predictions(path: Path, predictions: Sequence[Prediction]) -> None:
-    """One JSON object per line, the fields of `Prediction`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
-        for p in predictions:
-            fh.write(json.dumps(dataclasses.asdict(p), ensure_ascii=False) + "\n")
+    """One JSON object per line, the fields of `Prediction`, atomically (`askbetter.text.write_lines`)."""
+    write_lines(path, (json.dumps(dataclasses.asdict(p), ensure_ascii=False) + "\n" for p in predictions))
 
 
 def read_predictions(path: str | Path) -> list[dict[str, Any]]:

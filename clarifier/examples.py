@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from askbetter.clarifier.types import Document, Message
-from askbetter.text import NOT_UTF8, encodes_as_utf8
+from askbetter.text import NOT_UTF8, encodes_as_utf8, write_lines
 
 Setting = Literal["pre", "post"]
 UNKNOWN = "unknown"  # the kind or source of an example whose file does not give one
@@ -127,19 +127,5 @@ def iter_examples(path: str | Path) -> Iterator[Example]:
 
 
 def write_examples(path: str | Path, examples: Iterable[Example]) -> int:
-    """Write examples as JSON lines (atomically: a temp file renamed into place; stopped or failed
-    while writing, the temp file is removed). Returns the count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    n = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for ex in examples:
-                fh.write(json.dumps(ex, ensure_ascii=False) + "\n")
-                n += 1
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    tmp.replace(path)
-    return n
+    """Write examples as JSON lines, atomically (`askbetter.text.write_lines`). Returns the count."""
+    return write_lines(path, (json.dumps(ex, ensure_ascii=False) + "\n" for ex in examples))

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -310,13 +311,40 @@ def test_format_report_mentions_every_section():
 
 
 def test_read_predictions_reads_back_what_write_predictions_wrote(tmp_path):
-    rows = [ev.Prediction("a", "test", "pre", "clear", False, 0.1, False, None, None, 0.5),
-            ev.Prediction("b", "test", "post", "ambiguous", True, 0.8, True, "Which one?", "Which?",
-                          0.4)]
     path = tmp_path / "preds.jsonl"
-    ev.write_predictions(path, rows)
+    ev.write_predictions(path, ROWS)
     path.write_text(path.read_text() + "\n")  # a trailing blank line is skipped
-    assert ev.read_predictions(path) == [dataclasses.asdict(r) for r in rows]
+    assert ev.read_predictions(path) == [dataclasses.asdict(r) for r in ROWS]
+
+
+ROWS = [ev.Prediction("a", "test", "pre", "clear", False, 0.1, False, None, None, 0.5),
+        ev.Prediction("b", "test", "post", "ambiguous", True, 0.8, True, "Which one?", "Which?", 0.4)]
+
+
+def test_a_predictions_write_that_fails_midway_leaves_the_last_file_whole(tmp_path):
+    path = tmp_path / "preds.jsonl"
+    ev.write_predictions(path, ROWS)
+    last = path.read_bytes()
+    broken = dataclasses.replace(ROWS[1], question=object())  # not JSON: fails after the first row
+    with pytest.raises(TypeError):
+        ev.write_predictions(path, [ROWS[0], broken])
+    assert path.read_bytes() == last and [p.name for p in tmp_path.iterdir()] == ["preds.jsonl"]
+
+
+@pytest.mark.parametrize("write", [lambda path: ev.write_json(path, {"n": 2}),
+                                   lambda path: ev.write_predictions(path, ROWS)], ids=["json", "predictions"])
+def test_a_report_or_predictions_write_stopped_before_it_ends_leaves_the_last_file_whole(
+        tmp_path, monkeypatch, write):
+    path = tmp_path / "out"
+    path.write_text("the last run's\n")
+
+    def stop(self, target):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "replace", stop)  # stopped just before the new file takes its place
+    with pytest.raises(KeyboardInterrupt):
+        write(path)
+    assert path.read_text() == "the last run's\n" and [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
 def test_run_eval_keeps_the_predictions_when_a_score_is_not_a_number(tmp_path, monkeypatch):

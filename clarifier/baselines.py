@@ -7,11 +7,14 @@ never-clarify, the base model prompted zero-shot and few-shot, and the adapter, 
 Thresholds: the base model is judged at the one it has without an adapter (0.5), the adapter at
 its stored, dev-picked one; `ASKBETTER_THRESHOLD`, when set, replaces both. The trivial systems'
 constant scores give AUC 0.5; always-clarify's question (`GENERIC_QUESTION`) is scored against
-every reference.
+every reference. A system whose scores are not all finite (a float16 model's overflow) has no
+classification figures (`n_not_finite` in its report; "n/a" in its row, whose name says so, and a
+warning); the other systems are reported as usual.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,10 +30,12 @@ from askbetter.clarifier.evaluate import (
     write_json,
 )
 from askbetter.clarifier.examples import Example
-from askbetter.clarifier.metrics import Encoder
+from askbetter.clarifier.metrics import Encoder, not_finite_message
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
 from askbetter.settings import Settings
 from askbetter.text import write_lines
+
+log = logging.getLogger(__name__)
 
 #: AlwaysClarify's question: shows what a generic question scores on question quality.
 GENERIC_QUESTION = "Could you clarify what you mean?"
@@ -73,10 +78,11 @@ def compare(
     reports = []
     for name, system in systems.items():
         clarifier = system if isinstance(system, Clarifier) else system()
-        reports.append(
-            evaluate(examples, clarifier, embedder=embedder, generate_questions=generate_questions,
-                     progress=progress, system=name)
-        )
+        report = evaluate(examples, clarifier, embedder=embedder, generate_questions=generate_questions,
+                          progress=progress, system=name)
+        if report["n_not_finite"]:
+            log.warning("%s: %s", name, not_finite_message(report["n_not_finite"], report["n"]))
+        reports.append(report)
     return reports
 
 
@@ -116,9 +122,16 @@ def format_table(reports: list[Report]) -> str:
     lines = [
         _row(header),
         _row([":--", *("--:" for _ in COLUMNS)]),
-        *(_row([r["system"], *(cell(r) for _, cell in COLUMNS)]) for r in reports),
+        *(_row([_system(r), *(cell(r) for _, cell in COLUMNS)]) for r in reports),
     ]
     return "\n".join(lines)
+
+
+def _system(report: Report) -> str:
+    """The system's name, and how many of its scores are not finite where some are (its
+    classification cells read n/a)."""
+    bad = report["n_not_finite"]
+    return f"{report['system']} ({bad} of {report['n']} scores not finite)" if bad else report["system"]
 
 
 def run_baselines(

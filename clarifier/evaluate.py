@@ -5,6 +5,10 @@ JSON-ready report whose keys are `REPORT_KEYS`:
 
 - `system`: the system's name; `threshold`: its decision threshold, or None if it has none;
 - `n`, `n_clarify`: examples and examples that need clarification;
+- `n_not_finite`: scores that are NaN or infinite (a float16 model's overflow); when there are
+  any, no figure of the scores or of the decisions taken on them can be computed: the
+  classification figures below are None (`by_setting` keeps its counts), `by_kind` and
+  `by_source` are empty;
 - `accuracy`, `precision_clarify`, `recall_clarify`, `f1_clarify`, `macro_f1`, `auc` over all
   examples ("clarify" is the positive class; precision, recall and F1 are 0 where undefined,
   macro-F1 averages the classes present, `auc` is None when only one class is present);
@@ -44,6 +48,7 @@ REPORT_KEYS = (
     "system",
     "threshold",
     *metrics.CLASSIFICATION_KEYS,
+    "n_not_finite",
     "by_setting",
     "by_kind",
     "by_source",
@@ -136,29 +141,46 @@ def summarize(
     Question quality needs an embedder; MiniLM is loaded only when there are questions to score
     and none is given.
     """
-    labels = [p.label for p in predictions]
-    decisions = [p.decision for p in predictions]
-    scores = [p.score for p in predictions]
     references, questions = metrics.question_pairs(
         [p.reference for p in predictions], [p.question for p in predictions]
     )
     if questions and embedder is None:
         embedder = _minilm()
+    not_finite = metrics.count_not_finite([p.score for p in predictions])
     report: dict[str, Any] = {
         "system": system,
         "threshold": None if threshold is None else float(threshold),
-        **metrics.classification(labels, decisions, scores),
-        "by_setting": metrics.by_setting(
-            labels, decisions, scores, [p.setting for p in predictions]
-        ),
-        "by_kind": metrics.by_kind(labels, decisions, [p.kind for p in predictions]),
-        "by_source": metrics.by_source(
-            labels, decisions, scores, [p.source for p in predictions], [p.setting for p in predictions]
-        ),
+        "n_not_finite": not_finite,
+        **(_not_computed(predictions) if not_finite else _classification(predictions)),
         **metrics.question_quality(references, questions, embedder),
         "sec_per_example": _mean([p.seconds for p in predictions]),
     }
     return {key: report[key] for key in REPORT_KEYS}
+
+
+def _classification(predictions: Sequence[Prediction]) -> dict[str, Any]:
+    """The report's classification figures: overall, `by_setting`, `by_kind`, `by_source`."""
+    labels = [p.label for p in predictions]
+    decisions = [p.decision for p in predictions]
+    scores = [p.score for p in predictions]
+    settings = [p.setting for p in predictions]
+    return {
+        **metrics.classification(labels, decisions, scores),
+        "by_setting": metrics.by_setting(labels, decisions, scores, settings),
+        "by_kind": metrics.by_kind(labels, decisions, [p.kind for p in predictions]),
+        "by_source": metrics.by_source(labels, decisions, scores, [p.source for p in predictions], settings),
+    }
+
+
+def _not_computed(predictions: Sequence[Prediction]) -> dict[str, Any]:
+    """`_classification`'s keys for scores that are not all finite: no figure, the counts kept."""
+    return {
+        **metrics.not_computed([p.label for p in predictions]),
+        "by_setting": {s: metrics.not_computed([p.label for p in predictions if p.setting == s])
+                       for s in metrics.SETTINGS},
+        "by_kind": {},
+        "by_source": {},
+    }
 
 
 def evaluate(
@@ -212,6 +234,8 @@ def run_eval(
     if predictions_out is not None:  # first: a report that fails (a NaN score) keeps the run's output
         write_predictions(predictions_out, predictions)
     report = summarize(predictions, system=name, threshold=getattr(clarifier, "threshold", None))
+    if report["n_not_finite"]:  # no figures: a report of them would be misread
+        raise ValueError(metrics.not_finite_message(report["n_not_finite"], report["n"]))
     if json_out is not None:
         write_json(json_out, report)
     return report

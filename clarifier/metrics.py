@@ -57,14 +57,11 @@ def classification(
     examples of one label scores 1). A score that is not a finite number (NaN) is a ValueError.
     """
     _check_aligned(labels, predictions, scores)
-    not_finite = sum(not np.isfinite(s) for s in scores)
-    if not_finite:
-        raise ValueError(f"{not_finite} of {len(scores)} scores are not finite numbers (NaN or "
-                         "infinite), so no figures can be computed (a float16 model can overflow: "
-                         "ASKBETTER_DTYPE=float32)")
+    if bad := count_not_finite(scores):
+        raise ValueError(not_finite_message(bad, len(scores)))
     n = len(labels)
     if n == 0:
-        return {**dict.fromkeys(CLASSIFICATION_KEYS, None), "n": 0, "n_clarify": 0}
+        return not_computed(labels)
     y, p = list(map(bool, labels)), list(map(bool, predictions))
     both_classes = len(set(y)) == 2
     return {
@@ -77,6 +74,23 @@ def classification(
         "n": n,
         "n_clarify": sum(y),
     }
+
+
+def count_not_finite(scores: Sequence[float]) -> int:
+    """How many scores are NaN or infinite (a float16 model's overflow)."""
+    return sum(not np.isfinite(s) for s in scores)
+
+
+def not_finite_message(count: int, n: int) -> str:
+    """Why `count` of `n` scores that are not finite leave no classification figures, and what to do."""
+    return (f"{count} of {n} scores are not finite numbers (NaN or infinite), so no classification "
+            "figures can be computed (a float16 model can overflow: ASKBETTER_DTYPE=float32)")
+
+
+def not_computed(labels: Sequence[bool]) -> Figures:
+    """`classification`'s keys, every figure None, the counts kept: the figures of no examples, or
+    of scores that are not all finite."""
+    return {**dict.fromkeys(CLASSIFICATION_KEYS, None), "n": len(labels), "n_clarify": sum(map(bool, labels))}
 
 
 def by_setting(

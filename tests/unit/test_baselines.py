@@ -7,7 +7,7 @@ import pytest
 
 from askbetter.clarifier import baselines as bl
 from askbetter.clarifier import evaluate as ev
-from askbetter.clarifier.types import Clarifier
+from askbetter.clarifier.types import Clarifier, Decision
 from askbetter.settings import Settings
 from example_factory import example
 
@@ -95,6 +95,32 @@ def test_format_table_without_hard_negatives():
     report = bl.compare(EXAMPLES[:2], {"never": bl.NeverClarify()}, progress=False)
     row = bl.format_table(report).splitlines()[2]
     assert "n/a" in row
+
+
+class NaNClarifier:
+    """A float16 model that overflowed: every score NaN."""
+
+    threshold = 0.5
+
+    def check(self, messages, documents=None):
+        return Decision(False, float("nan"), None, "post" if documents else "pre")
+
+
+def test_a_system_whose_scores_are_not_finite_is_marked_and_the_others_reported(caplog):
+    reports = bl.compare(EXAMPLES, {"base": NaNClarifier(), "never": bl.NeverClarify()}, progress=False)
+    nan, never = reports
+    assert nan["n_not_finite"] == 4 and nan["n"] == 4 and nan["n_clarify"] == 2
+    assert nan["accuracy"] is None and nan["auc"] is None and nan["macro_f1"] is None
+    assert nan["by_setting"]["pre"]["accuracy"] is None and nan["by_setting"]["pre"]["n"] == 2
+    assert nan["by_kind"] == {} and nan["by_source"] == {}
+    assert never["n_not_finite"] == 0 and never["accuracy"] == 0.5
+    assert json.loads(json.dumps(reports, allow_nan=False)) == reports
+    assert "base: 4 of 4 scores are not finite numbers" in caplog.text
+    rows = bl.format_table(reports).splitlines()
+    nan_row = [c.strip() for c in rows[2].strip("|").split("|")]
+    assert nan_row[0] == "base (4 of 4 scores not finite)"
+    assert nan_row[1:14] == ["n/a"] * 13  # the classification cells and hard-negative accuracy
+    assert rows[3].startswith("| never | 50.0% |")
 
 
 def test_run_baselines_builds_the_five_systems(tmp_path, monkeypatch):

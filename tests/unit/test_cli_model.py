@@ -242,6 +242,30 @@ def test_eval_baselines_honours_no_questions(tmp_path: Path, capsys: pytest.Capt
     assert always["system"] == "always-clarify" and always["n_questions"] == 0 and always["rouge_l"] is None
 
 
+def test_eval_baselines_reports_a_system_whose_scores_are_not_finite_and_the_others(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, monkeypatch) -> None:
+    from askbetter.clarifier import baselines
+    from askbetter.clarifier.types import Decision
+
+    class Overflowed:  # a float16 base model whose scores overflowed to NaN
+        threshold = 0.5
+
+        def check(self, messages, documents=None):
+            return Decision(False, float("nan"), None, "pre")
+
+    monkeypatch.setattr(baselines, "local_clarifier", lambda settings, **kwargs: Overflowed())
+    path = tmp_path / "x.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "messages": [{"role": "user", "content": "q"}], "clarification": c})
+                            + "\n" for i, c in enumerate([None, "Which?"])))
+    json_out = tmp_path / "b.json"
+    assert main(["eval", str(path), "--baselines", "--no-questions", "--json", str(json_out)]) == 0
+    reports = {r["system"]: r for r in json.loads(json_out.read_text())}
+    assert reports["always-clarify"]["accuracy"] == 0.5 and reports["always-clarify"]["n_not_finite"] == 0
+    assert reports["adapter bundled"]["n_not_finite"] == 2 and reports["adapter bundled"]["accuracy"] is None
+    assert "| adapter bundled (2 of 2 scores not finite) | n/a |" in capsys.readouterr().out
+    assert "adapter bundled: 2 of 2 scores are not finite numbers" in caplog.text
+
+
 def test_eval_baselines_refuses_a_prompt_style(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                monkeypatch) -> None:
     from askbetter.clarifier import baselines

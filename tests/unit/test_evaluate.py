@@ -15,7 +15,7 @@ from askbetter.settings import Settings
 from example_factory import example
 
 DOCUMENTED_KEYS = set(
-    "system threshold n n_clarify accuracy precision_clarify recall_clarify f1_clarify macro_f1"
+    "system threshold n n_clarify n_not_finite accuracy precision_clarify recall_clarify f1_clarify macro_f1"
     " auc by_setting by_kind by_source rouge_l embed_sim one_question_share n_questions sec_per_example"
     .split()
 )

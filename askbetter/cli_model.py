@@ -93,13 +93,13 @@ def add_calibrate(subparsers: Any) -> None:
     parser.set_defaults(handler=cmd_calibrate)
 
 
-def check_output_files(examples: Path, /, **paths: Path | None) -> None:
+def check_output_files(examples: Path | None, /, **paths: Path | None) -> None:
     """UsageError, before any model loads, for an output option (`--json=PATH`...) whose file
     could not be written (a folder, under a file, or where the user may not write), or that names
-    the `examples` file read (the run would write over its own data) or another output's file (one
-    would overwrite the other)."""
+    the `examples` file read, if any (the run would write over its own data), or another output's
+    file (one would overwrite the other)."""
     _check_outputs(paths, folders=False)
-    seen = {examples.resolve(): "the examples file"}
+    seen = {} if examples is None else {examples.resolve(): "the examples file"}
     for option, path in paths.items():
         if path is None:
             continue

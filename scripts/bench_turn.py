@@ -15,10 +15,12 @@ as a warm-up (not counted), then --repeats times:
 - pre-ask: "Where can I park?" (the pre-retrieval check asks);
 - post-ask: "How do I turn on sync?" (clear before retrieval, asks after it).
 
-A node's time is measured from LangGraph's `stream_mode="updates"` stream: from the previous
-node's update (or the turn's start) to its own, so it includes the step's LangGraph bookkeeping
+A turn runs through `askbetter.graph.trace.run_turn`, as `askbetter ask` and `chat` run one (it
+streams the graph's updates and the answer's tokens). A node's time runs from the previous node's
+step (or the turn's start) to its own, so it includes the step's LangGraph bookkeeping
 (checkpoint, routing); a check that asks includes its question's generation. The whole turn runs
-from the call to the stream's end; "answer, per token" is the answer node's time over its length.
+from the call to `run_turn`'s return (it reads the thread's state before and after the stream);
+"answer, per token" is the answer node's time over its length.
 Apart from the graph, after each repeat: `LocalClarifier.score` alone (one forward pass) on the
 post-ask turn without passages and with its retrieved passages, and `LocalClarifier.question`
 (generation) on it with the passages. Median and min over the repeats; the last column is the
@@ -44,7 +46,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from askbetter.cli import UsageError
+from askbetter.cli_model import check_output_files
 from askbetter.settings import Settings, check_dtype
+from askbetter.text import write_lines
 
 TURNS: dict[str, list[dict[str, str]]] = {
     "clear": [{"role": "user", "content": "I work in the Boston office."},
@@ -58,18 +63,22 @@ CLARIFIER_TURN = "post-ask"
 
 
 def timed_turn(graph, messages: list[dict[str, str]], config: dict, context: dict) -> tuple[dict[str, float], list]:
-    """Seconds per node and for the whole turn (`"turn"`), and the steps: (node, update)."""
+    """Seconds per node and for the whole turn (`"turn"`), and the steps: (node, update). The turn
+    runs through `run_turn`, as the CLI runs it."""
+    from askbetter.graph.trace import Step, run_turn
+
     times: dict[str, float] = {}
-    steps = []
     start = last = time.perf_counter()
-    for chunk in graph.stream({"messages": messages}, config, context=context, stream_mode="updates"):
+
+    def lap(step: Step) -> None:  # one node a step: the graph is a chain
+        nonlocal last
         now = time.perf_counter()
-        for node, update in chunk.items():  # one node a step: the graph is a chain
-            times[node] = now - last
-            steps.append((node, update or {}))
+        times[step.node] = now - last
         last = now
+
+    result = run_turn(graph, {"messages": messages}, config, context, on_step=lap)
     times["turn"] = time.perf_counter() - start
-    return times, steps
+    return times, [(step.node, step.update) for step in result.steps]
 
 
 def answer_text(update: dict) -> str:
@@ -212,6 +221,7 @@ def markdown_table(names: list[str], rows: list[tuple[str, list[list[float]]]]) 
 def main(dtypes: list[str], repeats: int, json_out: Path | None) -> None:
     from askbetter.clarifier.assets import resolve_base_model
 
+    check_output_files(None, json=json_out)  # a --json it could not write stops here, not after the run
     for dtype in dtypes:
         check_dtype(dtype)
     settings = Settings.from_env()  # a setting out of range stops here, before any model loads
@@ -231,9 +241,8 @@ def main(dtypes: list[str], repeats: int, json_out: Path | None) -> None:
         for dtype, r in zip(names, results):
             print(f"  {name:<18} {dtype:<8} {r['paths'][name]}")
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps({"repeats": repeats, "dtypes": names, "results": results,
-                                        "load_average": [load_before, load_after]}, indent=2) + "\n")
+        write_lines(json_out, [json.dumps({"repeats": repeats, "dtypes": names, "results": results,
+                                           "load_average": [load_before, load_after]}, indent=2) + "\n"])
 
 
 if __name__ == "__main__":
@@ -250,4 +259,7 @@ if __name__ == "__main__":
     if args.child_out is not None:
         args.child_out.write_text(json.dumps(measure(args.repeats)), encoding="utf-8")
     else:
-        main(args.dtypes, args.repeats, args.json)
+        try:
+            main(args.dtypes, args.repeats, args.json)
+        except UsageError as exc:
+            parser.error(str(exc))

@@ -3,6 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_turn.py"
 spec = importlib.util.spec_from_file_location("bench_turn", SCRIPT)
 bench_turn = importlib.util.module_from_spec(spec)
@@ -70,6 +72,60 @@ def test_a_turn_is_timed_node_by_node_and_its_path_described() -> None:
     times, steps = bench_turn.timed_turn(graph, asks, {"configurable": {"thread_id": "b"}}, context)
     assert bench_turn.describe(steps, False, words) == (
         "rewrite -> pre_check 0.100 -> retrieve -> post_check 0.900, asks (2 tokens) -> ask_user")
+
+
+class RecordingGraph:
+    """A compiled graph that records the stream modes each run asked for."""
+
+    def __init__(self, graph) -> None:
+        self.graph, self.modes = graph, []
+
+    def stream(self, *args, **kwargs):
+        self.modes.append(kwargs.get("stream_mode"))
+        return self.graph.stream(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.graph, name)
+
+
+def test_a_turn_is_timed_through_the_cli_s_code_path() -> None:
+    """The benchmark runs a turn as `askbetter ask` does (`run_turn`: updates and messages
+    streamed), so that its times are what users wait for."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from askbetter.graph.context import default_context
+    from askbetter.graph.factory import create_clarifying_rag
+    from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
+    from askbetter.graph.trace import run_turn
+    from askbetter.settings import Settings
+
+    settings = Settings()
+    graph = RecordingGraph(create_clarifying_rag(
+        clarifier=ScriptedClarifier(pre=[None, None], post=[None, None]),
+        retriever=StaticRetriever([{"id": "d1", "title": "Parking", "text": "Level 2."}]),
+        answer_model=GenericFakeChatModel(messages=iter(["On level 2 [1].", "On level 2 [1]."])),
+        settings=settings,
+    ).compile(checkpointer=InMemorySaver()))
+    context = {**default_context(settings), "ask_mode": "message", "max_rounds": 1}
+    turn = bench_turn.TURNS["post-ask"]
+    cli = run_turn(graph, {"messages": turn}, {"configurable": {"thread_id": "cli"}}, context)
+    times, steps = bench_turn.timed_turn(graph, turn, {"configurable": {"thread_id": "bench"}}, context)
+    assert graph.modes[1] == graph.modes[0]
+    assert [step.node for step in cli.steps] == [node for node, _ in steps] == list(times)[:-1]
+
+
+def test_a_json_output_it_could_not_write_stops_it_before_the_run(tmp_path, monkeypatch) -> None:
+    from askbetter.clarifier import assets
+    from askbetter.cli import UsageError
+
+    def no_run(*args):
+        raise AssertionError("the benchmark ran")
+
+    monkeypatch.setattr(assets, "resolve_base_model", no_run)
+    monkeypatch.setattr(bench_turn, "run_child", no_run)
+    with pytest.raises(UsageError, match=f"--json {tmp_path} is a folder: name a file"):
+        bench_turn.main(["float32"], 1, tmp_path)
 
 
 def test_the_bundled_model_is_converted_before_the_first_dtype_s_process(monkeypatch, capsys) -> None:

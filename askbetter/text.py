@@ -1,5 +1,5 @@
-"""Text in and out: a check on text from outside (files, the command line) that Python holds but
-cannot encode, and the atomic write of a text file.
+"""Text in and out: checks on text from outside (files, the command line) that is not UTF-8, and
+the atomic write of a text file.
 
 Nothing here imports the rest of the package, so any module may import it.
 """
@@ -23,6 +23,17 @@ def encodes_as_utf8(value: object) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def not_utf8(error: UnicodeDecodeError, where: str | None = None, first_line: int = 1) -> str:
+    """The one message for bytes that do not decode as UTF-8 (`error.object`: a file's bytes, or one
+    line's, whose number is `first_line`): where, as `where:line` (the file's name) or `line N`, the
+    byte and its column (in bytes, from 1), and what to do."""
+    data = bytes(error.object)
+    line = first_line + data.count(b"\n", 0, error.start)
+    column = error.start - data.rfind(b"\n", 0, error.start)  # rfind is -1 on the first line
+    place = f"line {line}" if where is None else f"{where}:{line}"
+    return f"{place}: not UTF-8 text (byte {data[error.start]:#04x} at column {column}); convert the file to UTF-8"
 
 
 def write_lines(path: str | Path, lines: Iterable[str]) -> int:

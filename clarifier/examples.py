@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from askbetter.clarifier.types import Document, Message
-from askbetter.text import NOT_UTF8, encodes_as_utf8, write_lines
+from askbetter.text import NOT_UTF8, encodes_as_utf8, not_utf8, write_lines
 
 Setting = Literal["pre", "post"]
 UNKNOWN = "unknown"  # the kind or source of an example whose file does not give one
@@ -115,9 +115,7 @@ def iter_examples(path: str | Path) -> Iterator[Example]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ExampleFormatError(
-                    f"{path}:{lineno}: not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1})"
-                ) from exc
+                raise ExampleFormatError(not_utf8(exc, str(path), lineno)) from exc
             if not line.strip():
                 continue
             try:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from askbetter.clarifier.examples import Example, Setting, validate_example
 from askbetter.clarifier.types import Document, Message
+from askbetter.text import not_utf8
 
 SPLITS = ("train", "dev", "test")
 SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
@@ -184,8 +185,7 @@ def read_text(path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise RawDataError(f"{path}:{line}: not UTF-8 text (byte {data[exc.start]:#04x})") from exc
+        raise RawDataError(not_utf8(exc, str(path))) from exc
 
 
 def load_json(path: Path) -> Any:

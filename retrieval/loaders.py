@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from askbetter.text import NOT_UTF8, encodes_as_utf8
+from askbetter.text import NOT_UTF8, encodes_as_utf8, not_utf8
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".pdf", ".jsonl")
 EMPTY_TEXT = "empty text"  # why a JSON line with a blank text is skipped
@@ -63,10 +63,8 @@ def _read_text(path: Path) -> str:
     data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SkipFile(
-            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); convert it to UTF-8"
-        ) from exc
+    except UnicodeDecodeError as exc:  # the report names the file: the reason names the line
+        raise SkipFile(not_utf8(exc)) from exc
     if not text.strip():
         raise SkipFile("empty file")
     return text

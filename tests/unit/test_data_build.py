@@ -626,10 +626,10 @@ def test_broken_json_names_the_file_and_line(tmp_path):
 
 
 @pytest.mark.parametrize(("name", "where"), [
-    ("abg-coqa/coqa_abg_val.json", "coqa_abg_val.json:1: not UTF-8 text (byte 0xff)"),
-    ("or-sharc/open_retrieval_sharc_dev.json", "open_retrieval_sharc_dev.json:5: not UTF-8 text (byte 0xff)"),
+    ("abg-coqa/coqa_abg_val.json", "coqa_abg_val.json:1: not UTF-8 text (byte 0xff at column 1)"),
+    ("or-sharc/open_retrieval_sharc_dev.json", "open_retrieval_sharc_dev.json:5: not UTF-8 text (byte 0xff at column 1)"),
     ("trec-cast/2019/data/training/train_topic_sample_annotated_resolved_v1.0.tsv",
-     "train_topic_sample_annotated_resolved_v1.0.tsv:5: not UTF-8 text (byte 0xff)"),
+     "train_topic_sample_annotated_resolved_v1.0.tsv:5: not UTF-8 text (byte 0xff at column 1)"),
 ])
 def test_a_raw_file_not_in_utf8_names_the_file_and_line(tmp_path, name, where):
     raw = copy_raw(tmp_path)

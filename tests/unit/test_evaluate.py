@@ -192,7 +192,7 @@ def test_load_examples_errors(tmp_path):
         ev.load_examples(tmp_path / "missing.jsonl")
     latin = tmp_path / "latin1.jsonl"
     latin.write_bytes(json.dumps(EXAMPLES[0]).encode() + b"\n" + json.dumps(EXAMPLES[1]).replace("e", "\xe9").encode("latin-1") + b"\n")
-    with pytest.raises(ExampleFormatError, match=r"latin1.jsonl:2: not UTF-8 text \(byte 0xe9"):
+    with pytest.raises(ExampleFormatError, match=r"latin1.jsonl:2: not UTF-8 text \(byte 0xe9 at column \d+\); convert the file to UTF-8"):
         ev.load_examples(latin)
     with pytest.raises(ExampleFormatError, match="is a folder"):
         ev.load_examples(tmp_path)

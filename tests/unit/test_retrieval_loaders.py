@@ -65,7 +65,7 @@ def test_pdf_text_and_title(tmp_path):
 @pytest.mark.parametrize(
     ("name", "content", "reason"),
     [
-        ("latin1.txt", "café crème".encode("latin-1"), "not UTF-8 text (byte 0xe9 at offset 3)"),
+        ("latin1.txt", "café crème".encode("latin-1"), "line 1: not UTF-8 text (byte 0xe9 at column 4); convert the file to UTF-8"),
         ("empty.md", "", "empty file"),
         ("blank.txt", " \n\t\n", "empty file"),
         ("broken.pdf", b"%PDF-1.4\nthis is not really a pdf", "unreadable PDF"),

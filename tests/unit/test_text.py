@@ -1,0 +1,28 @@
+"""askbetter.text: one message for a file that is not UTF-8, wherever it is read."""
+
+from pathlib import Path
+
+import pytest
+
+from askbetter.clarifier.examples import ExampleFormatError, read_examples
+from askbetter.clarifier.source_common import RawDataError, read_text
+from askbetter.retrieval.loaders import SkipFile, load_file
+
+# an example on line 1, then a byte of Latin-1 "café" on line 2, at its 4th byte
+LATIN1 = b'{"id": 1, "messages": [{"role": "user", "content": "q"}], "clarification": null}\ncaf\xe9 au lait\n'
+MESSAGE = "not UTF-8 text (byte 0xe9 at column 4); convert the file to UTF-8"
+
+
+def test_a_file_not_in_utf8_is_reported_in_the_same_words_by_each_reader(tmp_path: Path) -> None:
+    """Examples (eval, train), raw datasets (data build) and documents (ingest) each name the
+    file and line, or the line where the report names the file, then say the same."""
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(LATIN1)
+    with pytest.raises(ExampleFormatError) as examples:
+        read_examples(path)
+    with pytest.raises(RawDataError) as raw:
+        read_text(path)
+    with pytest.raises(SkipFile) as document:
+        load_file(path)
+    assert str(examples.value) == str(raw.value) == f"{path}:2: {MESSAGE}"
+    assert str(document.value) == f"line 2: {MESSAGE}"

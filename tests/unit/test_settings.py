@@ -1,12 +1,15 @@
 """Settings read from the environment: every out-of-range value is a ValueError naming it."""
 
 import re
+from pathlib import Path
 
 import chromadb
 import pytest
 import torch
 
-from askbetter.settings import MAX_TOP_K, Settings
+from askbetter.settings import ENV_VARS, MAX_TOP_K, Settings
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_and_overrides_from_the_environment() -> None:
@@ -78,3 +81,10 @@ def test_the_settings_refuse_a_collection_name_when_chroma_does(name: str) -> No
     except ValueError:
         settings_refuse = True
     assert settings_refuse == chroma_refuses
+
+
+def test_the_readme_settings_table_names_every_variable_and_no_other() -> None:
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Settings", 1)[1].split("\n\n| setting |", 1)[1].split("\n\n", 1)[0]
+    assert set(re.findall(r"ASKBETTER_[A-Z_]+", table)) == set(ENV_VARS.values())
+    assert set(re.findall(r"ASKBETTER_[A-Z_]+", readme)) <= set(ENV_VARS.values())

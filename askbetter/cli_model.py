@@ -1,7 +1,7 @@
 """The clarification model's subcommands: `data build`, `train`, `calibrate` and `eval`.
 
-Registered in `askbetter.cli.SUBCOMMANDS`; every `TrainConfig` field is a `train` option, so the
-knobs on the command line are the knobs at the top of `askbetter.clarifier.train`.
+Added to the parser by `askbetter.cli._model_subcommands`; every `TrainConfig` field is a `train`
+option, so the knobs on the command line are the knobs at the top of `askbetter.clarifier.train`.
 """
 
 from __future__ import annotations

@@ -23,12 +23,15 @@ def run_check(
     (`score >= threshold`) instead of the clarifier's own threshold. When that makes it ask and the
     clarifier gave no question, the question comes from the clarifier's optional
     `question(messages, documents)` method (`LocalClarifier` has one); without it, none is asked.
+    When it makes it clear, the clarifier's question is dropped (a decision has one only when it asks).
     """
     dialog = to_dialog(messages)
     decision = clarifier.check(dialog, documents).to_dict()
     if threshold is None:
         return decision
     decision["needs_clarification"] = decision["score"] >= threshold
+    if not decision["needs_clarification"]:
+        decision["question"] = None
     generate = getattr(clarifier, "question", None)
     if decision["needs_clarification"] and not decision["question"] and callable(generate):
         decision["question"] = generate(dialog, documents)

@@ -224,6 +224,7 @@ def test_context_threshold_rereads_the_score():
     graph, _, config = build(clarifier)
     out = graph.invoke(user("How do I turn on sync?"), config, context={"threshold": 0.95})
     assert "__interrupt__" not in out and out["pre_decision"]["needs_clarification"] is False
+    assert out["pre_decision"]["question"] is None  # a clear decision has no question, as the clarifier's own
 
 
 def test_context_threshold_below_the_clarifiers_asks_with_its_question_method():

@@ -103,7 +103,7 @@ def test_run_check_passes_the_dialog_and_documents():
     docs = passages_as_documents([{"id": "a", "text": "t", "title": "T", "score": 0.5}, {"id": "b", "text": "u", "score": 0.4}])
     assert docs == [{"id": "a", "text": "t", "title": "T"}, {"id": "b", "text": "u"}]
     decision = run_check(clarifier, [HumanMessage("q")], docs, threshold=0.8)
-    assert decision == {"needs_clarification": False, "score": 0.7, "question": "Which one?", "stage": "post"}
+    assert decision == {"needs_clarification": False, "score": 0.7, "question": None, "stage": "post"}
     assert clarifier.calls == [("post", [{"role": "user", "content": "q"}], docs)]
 
 

@@ -8,7 +8,8 @@ apply.
 Keys that are no run setting are left alone: a parent graph that runs this one as a subgraph passes
 its own context down (a dataclass or pydantic one is read by its fields), and a LangGraph server
 mirrors `configurable` into it. A key that is a run setting written otherwise (`ask-mode`, `topK`)
-is an error; one a letter off (`treshold`, but also a parent's `task_mode`) a warning.
+is an error; one a letter off (`treshold`, `topq`, but also a parent's `task_mode`; not `top_p`) a
+warning.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict  # pydantic (LangGraph's JSON schemas) needs it before Python 3.12
 
 from askbetter.settings import RUN_SETTINGS, AskMode, Settings, check_run_settings
+
+
+# squashed keys a letter off a run setting that are settings of their own, passed down by a parent
+# graph: nucleus sampling's `top_p`
+_NOT_TYPOS = frozenset({"topp"})
 
 
 class Context(TypedDict, total=False):
@@ -56,9 +62,10 @@ def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Con
                 f"unknown context key {key!r}: did you mean {known[squashed]!r}? (run settings: "
                 f"{sorted(Context.__annotations__)})"
             )
-        # a letter off (`treshold`), or a key of a parent graph's own (`task_mode`); not `top_p`
-        close = difflib.get_close_matches(squashed, known, n=1, cutoff=0.85)
-        if close:
+        # a letter off (`treshold`, `topq`), or a key of a parent graph's own (`task_mode`)
+        close = difflib.get_close_matches(squashed, known, n=1, cutoff=0.85) or [
+            name for name in known if _one_edit_apart(squashed, name)]
+        if close and squashed not in _NOT_TYPOS:
             warnings.warn(f"context key {key!r} is no run setting and is ignored; did you mean "
                           f"{known[close[0]]!r}?", stacklevel=2)
     given = {key: given[key] for key in Context.__annotations__ if given.get(key) is not None}
@@ -89,6 +96,16 @@ def _as_mapping(context: object) -> Mapping[str, Any]:
 
 def _squash(key: str) -> str:
     return re.sub(r"[^a-z0-9]", "", key.lower())
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """One letter changed, added or dropped, or two neighbouring letters swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    if len(a) != len(b):
+        return a[i:] == b[i + 1:] or a[i + 1:] == b[i:]
+    return a[i + 1:] == b[i + 1:] or (a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i + 1:i + 2] + b[i])
 
 
 @cache

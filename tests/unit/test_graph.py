@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+import warnings
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -13,7 +14,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from askbetter.graph.context import Context, accepted_types
+from askbetter.graph.context import Context, accepted_types, default_context, resolve_context
 from askbetter.graph.factory import create_clarifying_rag
 from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
 from askbetter.nodes.answer import EMPTY_TURN_REPLY
@@ -269,6 +270,20 @@ def test_a_context_key_a_letter_off_a_run_setting_is_ignored_with_a_warning():
     with pytest.warns(UserWarning, match="context key 'treshold' is no run setting and is ignored; did you mean 'threshold'"):
         out = graph.invoke(user("How do I turn on sync?"), config, context={"treshold": 0.99})
     assert out["__interrupt__"][0].value["question"] == "Which product?"
+
+
+@pytest.mark.parametrize(("key", "meant"), [("treshold", "threshold"), ("topq", "top_k"), ("tpo_k", "top_k"),
+                                           ("max_round", "max_rounds"), ("task_mode", "ask_mode")])
+def test_a_context_key_one_edit_off_a_run_setting_warns(key, meant):
+    with pytest.warns(UserWarning, match=f"^context key '{key}' is no run setting and is ignored; did you mean '{meant}'"):
+        resolve_context({key: 1}, default_context(Settings()))
+
+
+@pytest.mark.parametrize("key", ["top_p", "temperature", "user_id", "thread_id"])
+def test_other_context_keys_are_ignored_without_a_warning(key):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_context({key: 1}, default_context(Settings())) == default_context(Settings())
 
 
 def test_context_keys_of_a_parent_graph_or_a_server_are_ignored():

@@ -20,9 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
@@ -34,7 +32,7 @@ from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, P
 from askbetter.graph.state import InputState, RagState
 from askbetter.nodes.answer import answer
 from askbetter.nodes.ask_user import ask_user, await_reply
-from askbetter.nodes.messages import last_user_text
+from askbetter.nodes.messages import ChatModel, last_user_text
 from askbetter.nodes.post_check import post_check
 from askbetter.nodes.pre_check import pre_check
 from askbetter.nodes.retrieve import retrieve
@@ -48,7 +46,7 @@ Update = dict[str, Any]
 def create_clarifying_rag(
     clarifier: Clarifier | None = None,
     retriever: Retriever | None = None,
-    answer_model: BaseChatModel | Runnable[Any, BaseMessage] | None = None,
+    answer_model: ChatModel | None = None,
     rewriter: Rewriter | None = None,
     settings: Settings | None = None,
 ) -> StateGraph:
@@ -57,10 +55,11 @@ def create_clarifying_rag(
 
     - `clarifier`: `LocalClarifier.from_settings(settings)`;
     - `retriever`: `ChromaRetriever` over the configured Chroma collection;
-    - `answer_model`: any chat model, bound or wrapped too (`.bind(...)`, `.with_retry()`); default
+    - `answer_model`: any chat model, bound or wrapped too (`.bind(...)`, `.with_retry()`), or a
+      chain ending in one (`prompt | model | StrOutputParser()`: a str result is read too); default
       the local base model as a `LocalChatModel` (sharing the clarifier's copy);
-    - `rewriter`: a callable `(messages) -> query`, or a chat model prompted to rewrite; default the
-      answer model when one is given, else the local model.
+    - `rewriter`: a callable `(messages) -> query`, or a chat model (or chain, as for `answer_model`)
+      prompted to rewrite; default the answer model when one is given, else the local model.
 
     A `clarifier` without `check` or a `retriever` without `search` raises TypeError here.
     """

@@ -1,6 +1,7 @@
 """The `answer` node: answer the standalone query from the numbered passages, citing them as [n].
 
-Any LangChain chat model works. It is called with `.invoke`, so under LangGraph's `messages`
+Any LangChain chat model works (bound or wrapped too, or a chain ending in one that returns a str).
+It is called with `.invoke`, so under LangGraph's `messages`
 stream mode its tokens stream as they are generated (for models that implement `_stream`). The
 returned message keeps the model's id (so streamed chunks and the final message are one message)
 and gets a `Sources:` list naming the numbered passages, so every answer shows what it drew on.
@@ -14,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable
+
+from askbetter.nodes.messages import ChatModel, output_text
 
 EMPTY_TURN_REPLY = "Your message was empty. Please type a question."
 
@@ -28,16 +29,19 @@ ANSWER_INSTRUCTION = (
 NO_PASSAGES = "No passages were found."
 
 
-def answer(state: Mapping[str, Any], *, model: BaseChatModel | Runnable[Any, BaseMessage]) -> dict[str, Any]:
+def answer(state: Mapping[str, Any], *, model: ChatModel) -> dict[str, Any]:
     query = state.get("query", "")
     if not query:
         return {"messages": [AIMessage(EMPTY_TURN_REPLY)]}
     passages = state.get("documents", [])
     response = model.invoke(answer_prompt(query, passages))
-    content = response.text.strip()
+    content = output_text(response, "the answer model").strip()
     if passages:
         content += "\n\n" + sources(passages)
-    message = AIMessage(content, id=response.id, response_metadata=response.response_metadata)
+    if isinstance(response, BaseMessage):
+        message = AIMessage(content, id=response.id, response_metadata=response.response_metadata)
+    else:
+        message = AIMessage(content)
     return {"messages": [message]}
 
 

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable
 
 from askbetter.clarifier.types import Message
+
+# a chat model, bound or wrapped too (`.bind(...)`, `.with_retry()`), or a chain ending in one, with
+# a `StrOutputParser()` or not: any Runnable returning a message or its text
+ChatModel = BaseChatModel | Runnable[Any, BaseMessage | str]
 
 
 def last_user_index(messages: Sequence[BaseMessage]) -> int | None:
@@ -42,3 +49,13 @@ def truncate_chars(text: str, max_chars: int, what: str) -> str:
         stacklevel=3,
     )
     return text[:max_chars]
+
+
+def output_text(output: object, who: str) -> str:
+    """The text of what a `ChatModel` returned: a str as it is, a message's `.text`; anything else
+    raises TypeError naming `who`."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseMessage):
+        return output.text
+    raise TypeError(f"{who} returned {type(output).__name__}, not a message or a str")

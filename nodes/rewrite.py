@@ -4,7 +4,8 @@ It is also the entry of every turn, so it resets the per-turn fields. A user mes
 a clarification question (`awaiting_reply`) continues the turn: the rounds count is kept.
 
 The rewriter is pluggable: a callable taking the dialog and returning the query, or any LangChain
-chat model (bound or wrapped too), prompted with `REWRITE_INSTRUCTION`. Its output is kept only when it looks like one
+chat model (bound or wrapped too, or a chain ending in one that returns a str), prompted with
+`REWRITE_INSTRUCTION`. Its output is kept only when it looks like one
 standalone question that keeps the user's words (`accept_rewrite`); otherwise the query falls back
 to the raw turn, or, for a reply to a clarification question, to the clarified query plus the reply
 (the clarified query alone when the reply is blank).
@@ -17,15 +18,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 from langgraph.constants import TAG_NOSTREAM
 
-from askbetter.nodes.messages import last_user_index, last_user_text, to_dialog, truncate_chars
+from askbetter.nodes.messages import ChatModel, last_user_index, last_user_text, output_text, to_dialog, truncate_chars
 
-# a chat model may come bound or wrapped (`.bind(...)`, `.with_retry()`): any Runnable returning a message
-Rewriter = Callable[[list[BaseMessage]], str] | BaseChatModel | Runnable[Any, BaseMessage]
+Rewriter = Callable[[list[BaseMessage]], str] | ChatModel
 
 REWRITE_INSTRUCTION = (
     "Rewrite the user's last message as one standalone question that can be understood without "
@@ -74,7 +73,7 @@ def run_rewriter(rewriter: Rewriter, messages: list[BaseMessage]) -> str:
         return rewriter(messages)
     # tagged so LangGraph's `messages` stream mode does not show the rewrite's tokens
     response = rewriter.invoke(rewrite_prompt(messages), config={"tags": [TAG_NOSTREAM]})
-    return response.text
+    return output_text(response, "the rewriter")
 
 
 def rewrite_prompt(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -11,6 +11,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.load import dumpd, load
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.output_parsers import StrOutputParser
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -587,6 +588,19 @@ def test_a_bound_or_wrapped_chat_model_answers_rewrites_and_streams():
     chunks = [m for m, meta in graph.stream(history, {"configurable": {"thread_id": "bound"}}, stream_mode="messages")]
     assert retriever.queries == ["How do I turn on sync in Nimbus Desktop?"]  # the model's rewrite
     assert len(chunks) > 1 and "".join(m.text for m in chunks) == "Choose Sync [2]"
+
+
+def test_a_chain_returning_a_str_answers_and_rewrites():
+    model = GenericFakeChatModel(messages=iter(["How do I turn on sync in Nimbus Desktop?", "Choose Sync [2]"]))
+    graph = create_clarifying_rag(
+        clarifier=ScriptedClarifier(pre=[None], post=[None]), retriever=(retriever := StaticRetriever(PASSAGES)),
+        answer_model=model | StrOutputParser(), settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    history = {"messages": [HumanMessage("Tell me about Nimbus Desktop."), AIMessage("It is a notes app."),
+                            HumanMessage("How do I turn on sync?")]}
+    out = graph.invoke(history, {"configurable": {"thread_id": "str"}})
+    assert retriever.queries == ["How do I turn on sync in Nimbus Desktop?"]  # the chain's rewrite
+    assert out["messages"][-1].text.startswith("Choose Sync [2]\n\nSources:\n[1] Sync in Nimbus Cloud")
 
 
 def test_the_retrieve_step_shows_a_score_only_where_the_retriever_gave_one():

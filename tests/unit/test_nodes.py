@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
 
 from askbetter.clarifier.types import Decision
 from askbetter.graph.testing import ScriptedClarifier
@@ -60,6 +61,17 @@ def test_rewrite_with_a_chat_model_uses_its_accepted_output():
     messages = [*HISTORY, HumanMessage("Does it have a team plan?")]
     out = rewrite({"messages": messages}, rewriter=model, max_query_chars=500)
     assert out["query"] == "Does Nimbus Desktop have a team plan?"
+
+
+@pytest.mark.parametrize("node", ["rewrite", "answer"])
+def test_a_model_output_that_is_no_message_or_str_is_a_clear_error(node):
+    model = RunnableLambda(lambda prompt: {"text": "Does Nimbus Desktop have a team plan?"})
+    who = "the rewriter" if node == "rewrite" else "the answer model"
+    with pytest.raises(TypeError, match=f"^{who} returned dict, not a message or a str$"):
+        if node == "rewrite":
+            rewrite({"messages": [*HISTORY, HumanMessage("Does it have a team plan?")]}, rewriter=model, max_query_chars=500)
+        else:
+            answer({"query": "How much?", "documents": PASSAGES}, model=model)
 
 
 def test_rewrite_falls_back_to_the_raw_turn_on_garbage():

@@ -6,6 +6,10 @@ stream mode its tokens stream as they are generated (for models that implement `
 returned message keeps the model's id (so streamed chunks and the final message are one message)
 and gets a `Sources:` list naming the numbered passages, so every answer shows what it drew on.
 
+The thread's system messages (a caller's `SystemMessage` in the input, say "Answer in French.")
+follow the instruction in the prompt's system message, so they steer the answer; the clarifier and
+the rewriter do not see them.
+
 An empty user turn is not sent to any model: the answer is `EMPTY_TURN_REPLY`.
 """
 
@@ -34,7 +38,8 @@ def answer(state: Mapping[str, Any], *, model: ChatModel) -> dict[str, Any]:
     if not query:
         return {"messages": [AIMessage(EMPTY_TURN_REPLY)]}
     passages = state.get("documents", [])
-    response = model.invoke(answer_prompt(query, passages))
+    steer = [m.text.strip() for m in state.get("messages", []) if isinstance(m, SystemMessage) and m.text.strip()]
+    response = model.invoke(answer_prompt(query, passages, steer))
     content = output_text(response, "the answer model").strip()
     if passages:
         content += "\n\n" + sources(passages)
@@ -45,14 +50,15 @@ def answer(state: Mapping[str, Any], *, model: ChatModel) -> dict[str, Any]:
     return {"messages": [message]}
 
 
-def answer_prompt(query: str, passages: Sequence[Mapping[str, Any]]) -> list[BaseMessage]:
-    """The instruction, then one user message: the numbered passages and the question last (so
-    a chat model that cuts an over-long prompt in the middle keeps the question)."""
+def answer_prompt(query: str, passages: Sequence[Mapping[str, Any]], steer: Sequence[str] = ()) -> list[BaseMessage]:
+    """The instruction (and after it the caller's system texts, `steer`), then one user message:
+    the numbered passages and the question last (so a chat model that cuts an over-long prompt in
+    the middle keeps the question)."""
     numbered = "\n\n".join(
         f"[{i}] {passage_title(p)}\n{' '.join(str(p.get('text', '')).split())}" for i, p in enumerate(passages, 1)
     )
     return [
-        SystemMessage(ANSWER_INSTRUCTION),
+        SystemMessage("\n\n".join([ANSWER_INSTRUCTION, *steer])),
         HumanMessage(f"Passages:\n{numbered or NO_PASSAGES}\n\nQuestion: {query}"),
     ]
 

@@ -10,15 +10,16 @@ import warnings
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.load import dumpd, load
-from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 from langchain_core.output_parsers import StrOutputParser
+from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from askbetter.graph.context import Context, accepted_types, default_context, resolve_context
 from askbetter.graph.factory import create_clarifying_rag
 from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
-from askbetter.nodes.answer import EMPTY_TURN_REPLY
+from askbetter.nodes.answer import ANSWER_INSTRUCTION, EMPTY_TURN_REPLY, answer_prompt
 from askbetter.settings import RUN_SETTINGS, Settings
 
 PASSAGES = [
@@ -588,6 +589,25 @@ def test_a_bound_or_wrapped_chat_model_answers_rewrites_and_streams():
     chunks = [m for m, meta in graph.stream(history, {"configurable": {"thread_id": "bound"}}, stream_mode="messages")]
     assert retriever.queries == ["How do I turn on sync in Nimbus Desktop?"]  # the model's rewrite
     assert len(chunks) > 1 and "".join(m.text for m in chunks) == "Choose Sync [2]"
+
+
+def test_a_system_message_in_the_input_steers_the_answer():
+    prompts = []
+
+    def model(prompt):
+        prompts.append(prompt)
+        return AIMessage("Choisissez Sync [2].")
+
+    graph = create_clarifying_rag(
+        clarifier=(clarifier := ScriptedClarifier(pre=[None], post=[None])), retriever=StaticRetriever(PASSAGES),
+        answer_model=RunnableLambda(model), rewriter=echo_rewriter, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    inputs = {"messages": [SystemMessage("Answer in French."), HumanMessage("How do I turn on sync?")]}
+    graph.invoke(inputs, {"configurable": {"thread_id": "system"}})
+    system, question = prompts[0]
+    assert system.text == f"{ANSWER_INSTRUCTION}\n\nAnswer in French."
+    assert question.text == answer_prompt("How do I turn on sync?", PASSAGES)[1].text
+    assert clarifier.calls[0][1] == [{"role": "user", "content": "How do I turn on sync?"}]  # the clarifier's input as before
 
 
 def test_a_chain_returning_a_str_answers_and_rewrites():

@@ -17,7 +17,7 @@ from langgraph.pregel import Pregel
 
 from askbetter.graph.context import Context
 from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE, ask_blocker
-from askbetter.nodes.answer import passage_title
+from askbetter.nodes.answer import SOURCES_TAG, passage_title
 from askbetter.nodes.ask_user import CLARIFICATION_METADATA
 
 # the node column of printed steps: as wide as the longest node name
@@ -75,13 +75,14 @@ def run_turn(
     """Run the graph on `payload` (`{"messages": [...]}` or `Command(resume=...)`) until the turn
     ends or pauses. `context` is the full run context (e.g. `default_context(settings)`): the
     descriptions quote its `max_rounds`. `on_step` sees each node's step as it finishes, `on_token`
-    the answer's tokens."""
+    the answer model's tokens (not the Sources list's chunk: the result's answer has it)."""
     result = TurnResult()
     view = dict(graph.get_state(config).values)  # the state the next step's routing sees
     for mode, chunk in graph.stream(payload, config, context=context, stream_mode=["updates", "messages"]):
         if mode == "messages":
             message, meta = chunk
-            if on_token and meta.get("langgraph_node") == ANSWER and message.text:
+            model_token = meta.get("langgraph_node") == ANSWER and SOURCES_TAG not in meta.get("tags", ())
+            if on_token and model_token and message.text:
                 on_token(message.text)
             continue
         for node, update in chunk.items():

@@ -1,10 +1,13 @@
 """The `answer` node: answer the standalone query from the numbered passages, citing them as [n].
 
 Any LangChain chat model works (bound or wrapped too, or a chain ending in one that returns a str).
-It is called with `.invoke`, so under LangGraph's `messages`
-stream mode its tokens stream as they are generated (for models that implement `_stream`). The
-returned message keeps the model's id (so streamed chunks and the final message are one message)
-and gets a `Sources:` list naming the numbered passages, so every answer shows what it drew on.
+It is called with `.invoke`, so under LangGraph's `messages` stream mode its tokens stream as they
+are generated (for models that implement `_stream`). The returned message keeps the model's id (so
+streamed chunks and the final message are one message) and gets a `Sources:` list naming the
+numbered passages, so every answer shows what it drew on. The `messages` stream gets that list too,
+as the message's last chunk (tagged `SOURCES_TAG`): LangGraph leaves out a node's returned message
+whose id it has streamed. A str result has no id to continue: LangGraph streams the returned
+message whole (after the chunks of a chat model inside the chain, under their own id).
 
 The thread's system messages (a caller's `SystemMessage` in the input, say "Answer in French.")
 follow the instruction in the prompt's system message, so they steer the answer; the clarifier and
@@ -15,11 +18,14 @@ An empty user turn is not sent to any model: the answer is `EMPTY_TURN_REPLY`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
 from askbetter.nodes.messages import ChatModel, output_text
 
@@ -31,6 +37,9 @@ ANSWER_INSTRUCTION = (
     "the answer, say that you do not know."
 )
 NO_PASSAGES = "No passages were found."
+#: in LangGraph's `messages` stream, the chunk holding the answer's `Sources:` list has this tag (its
+#: metadata's "tags")
+SOURCES_TAG = "askbetter:sources"
 
 
 def answer(state: Mapping[str, Any], *, model: ChatModel) -> dict[str, Any]:
@@ -40,13 +49,14 @@ def answer(state: Mapping[str, Any], *, model: ChatModel) -> dict[str, Any]:
     passages = state.get("documents", [])
     steer = [m.text.strip() for m in state.get("messages", []) if isinstance(m, SystemMessage) and m.text.strip()]
     response = model.invoke(answer_prompt(query, passages, steer))
-    content = output_text(response, "the answer model").strip()
-    if passages:
-        content += "\n\n" + sources(passages)
+    appendix = "\n\n" + sources(passages) if passages else ""
+    content = output_text(response, "the answer model").strip() + appendix
     if isinstance(response, BaseMessage):
         message = AIMessage(content, id=response.id, response_metadata=response.response_metadata)
     else:
         message = AIMessage(content)
+    if appendix and message.id is not None:
+        _Appendix(text=appendix, message_id=message.id).invoke([], config={"tags": [SOURCES_TAG], "run_name": "sources"})
     return {"messages": [message]}
 
 
@@ -80,3 +90,35 @@ def _short(source: str) -> str:
 def passage_title(passage: Mapping[str, Any]) -> str:
     """How a passage is named to people: its title, else its id, else "untitled"."""
     return str(passage.get("title") or passage.get("id") or "untitled")
+
+
+class _Appendix(BaseChatModel):
+    """Returns `text` as the last chunk of the message `message_id`: a chat model, because
+    LangGraph's `messages` stream shows chat models' chunks (and a node's messages it has not
+    streamed) only."""
+
+    text: str
+    message_id: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "askbetter-appendix"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(self.text, id=self.message_id))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        # the last chunk: LangChain adds no empty closing chunk (under the run's own id) after it
+        yield ChatGenerationChunk(message=AIMessageChunk(content=self.text, id=self.message_id, chunk_position="last"))

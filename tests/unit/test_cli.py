@@ -66,6 +66,15 @@ def test_ask_prints_retrieval_checks_and_the_cited_answer(monkeypatch, capsys):
     assert "askbetter: Choose Preferences > Sync [2].\n\nSources:\n[1] Sync in Nimbus Cloud\n[2] Sync in Nimbus Desktop" in out
 
 
+def test_ask_prints_the_answer_and_its_sources_once_though_the_model_ends_with_a_space(monkeypatch, capsys):
+    # the Sources list is streamed too, as the answer's last chunk: the CLI prints it from the answer
+    use_fake_graph(monkeypatch, ScriptedClarifier(pre=[None], post=[None]), answers=("Choose Preferences > Sync [2]. ",))
+    assert cli.main(["ask", "How do I turn on sync in Nimbus Desktop?"]) == 0
+    out = capsys.readouterr().out
+    assert "askbetter: Choose Preferences > Sync [2]. \n\nSources:\n[1] Sync in Nimbus Cloud\n[2] Sync in Nimbus Desktop\n" in out
+    assert out.count("Choose Preferences") == out.count("Sources:") == 1
+
+
 @pytest.mark.parametrize("mode", ["interrupt", "message"])
 def test_chat_asks_takes_the_reply_and_answers_in_both_modes(monkeypatch, capsys, mode):
     use_fake_graph(monkeypatch, ScriptedClarifier(pre=["Which product?", "Which product, again?"], post=[None]))

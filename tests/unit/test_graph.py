@@ -19,7 +19,7 @@ from langgraph.types import Command
 from askbetter.graph.context import Context, accepted_types, default_context, resolve_context
 from askbetter.graph.factory import create_clarifying_rag
 from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
-from askbetter.nodes.answer import ANSWER_INSTRUCTION, EMPTY_TURN_REPLY, answer_prompt
+from askbetter.nodes.answer import ANSWER_INSTRUCTION, EMPTY_TURN_REPLY, SOURCES_TAG, answer_prompt
 from askbetter.settings import RUN_SETTINGS, Settings
 
 PASSAGES = [
@@ -456,7 +456,7 @@ def test_overlong_turn_is_truncated_with_a_warning_not_a_crash():
     assert out["messages"][-1].text.startswith(ANSWER_TEXT)
 
 
-def test_answer_tokens_stream_in_messages_mode_and_rewrite_tokens_do_not():
+def test_answer_tokens_then_its_sources_stream_in_messages_mode_and_rewrite_tokens_do_not():
     answer_text = "Choose Preferences then Sync [2]"
     rewriter = GenericFakeChatModel(messages=iter(["How do I turn on sync in Nimbus Desktop?"]))
     clarifier = ScriptedClarifier(pre=[None], post=[None])
@@ -464,11 +464,17 @@ def test_answer_tokens_stream_in_messages_mode_and_rewrite_tokens_do_not():
     history = {"messages": [HumanMessage("Tell me about Nimbus Desktop."), AIMessage("It is a notes app."),
                             HumanMessage("How do I turn on sync?")]}
     chunks = [(m, meta) for m, meta in graph.stream(history, config, stream_mode="messages")]
-    streamed = [m for m, meta in chunks if isinstance(m, AIMessageChunk)]
-    assert len(streamed) > 1  # token by token, not one final message
+    assert all(isinstance(m, AIMessageChunk) for m, _ in chunks) and len(chunks) > 2  # token by token
     assert {meta["langgraph_node"] for _, meta in chunks} == {"answer"}
-    assert "".join(m.text for m in streamed) == answer_text
     assert retriever.queries == ["How do I turn on sync in Nimbus Desktop?"]  # the rewrite was used
+    # a client reading only this stream gets the stored answer, Sources list included, as one message
+    final = graph.get_state(config).values["messages"][-1]
+    assert {m.id for m, _ in chunks} == {final.id}
+    assert "".join(m.text for m, _ in chunks) == final.text == (
+        f"{answer_text}\n\nSources:\n[1] Sync in Nimbus Cloud (cloud-sync.md)\n[2] Sync in Nimbus Desktop (desktop-sync.md)")
+    *tokens, (last, meta) = chunks
+    assert last.text == final.text.removeprefix(answer_text) and meta["tags"] == [SOURCES_TAG]
+    assert not any(SOURCES_TAG in meta.get("tags", ()) for _, meta in tokens)
 
 
 def test_building_the_default_graph_loads_nothing(monkeypatch):
@@ -588,7 +594,7 @@ def test_a_bound_or_wrapped_chat_model_answers_rewrites_and_streams():
                             HumanMessage("How do I turn on sync?")]}
     chunks = [m for m, meta in graph.stream(history, {"configurable": {"thread_id": "bound"}}, stream_mode="messages")]
     assert retriever.queries == ["How do I turn on sync in Nimbus Desktop?"]  # the model's rewrite
-    assert len(chunks) > 1 and "".join(m.text for m in chunks) == "Choose Sync [2]"
+    assert len(chunks) > 2 and "".join(m.text for m in chunks).startswith("Choose Sync [2]\n\nSources:\n[1] ")
 
 
 def test_a_system_message_in_the_input_steers_the_answer():
@@ -618,9 +624,12 @@ def test_a_chain_returning_a_str_answers_and_rewrites():
     ).compile(checkpointer=InMemorySaver())
     history = {"messages": [HumanMessage("Tell me about Nimbus Desktop."), AIMessage("It is a notes app."),
                             HumanMessage("How do I turn on sync?")]}
-    out = graph.invoke(history, {"configurable": {"thread_id": "str"}})
+    streamed = [m for m, _ in graph.stream(history, {"configurable": {"thread_id": "str"}}, stream_mode="messages")]
     assert retriever.queries == ["How do I turn on sync in Nimbus Desktop?"]  # the chain's rewrite
-    assert out["messages"][-1].text.startswith("Choose Sync [2]\n\nSources:\n[1] Sync in Nimbus Cloud")
+    # the model's chunks, then (no message id to continue) the stored answer whole, Sources list included
+    final = graph.get_state({"configurable": {"thread_id": "str"}}).values["messages"][-1]
+    assert final.text.startswith("Choose Sync [2]\n\nSources:\n[1] Sync in Nimbus Cloud")
+    assert streamed[-1] == final and "".join(m.text for m in streamed[:-1]) == "Choose Sync [2]"
 
 
 def test_the_retrieve_step_shows_a_score_only_where_the_retriever_gave_one():

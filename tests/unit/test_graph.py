@@ -378,6 +378,24 @@ def test_a_turn_with_no_user_message_on_a_fresh_thread_is_a_clear_error(inputs):
     assert retriever.queries == []
 
 
+def test_a_refused_input_stays_in_the_thread_and_the_checkpoint_before_it_goes_on_as_the_readme_says():
+    """LangGraph stores an input before any node runs, and a node that raises writes nothing: the
+    refused message stays, and the question the thread was paused on is no longer waiting."""
+    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+    graph, _, config = build(clarifier)
+    graph.invoke(user("How do I turn on sync?"), config)
+    with pytest.raises(ValueError, match="^no user message to act on"):
+        graph.invoke({"messages": [AIMessage("Sure.")]}, config)
+    state = graph.get_state(config)
+    assert state.values["messages"][-1].text == "Sure." and not state.interrupts
+
+    before = next(s for s in graph.get_state_history(config) if s.metadata["source"] == "input").parent_config
+    out = graph.invoke(Command(resume="Nimbus Desktop"), before)
+    assert [m.text for m in out["messages"][:3]] == ["How do I turn on sync?", "Which product?", "Nimbus Desktop"]
+    assert out["messages"][3].text.startswith(ANSWER_TEXT)
+    assert graph.get_state(config).values == out  # the thread goes on from there
+
+
 # ---------------------------------------------------------------- state, bad input, streaming
 
 

@@ -138,9 +138,11 @@ def require_component(component: object, protocol: type, name: str, method: str)
 
 def require_user_turn(state: RagState, config: RunnableConfig) -> None:
     """A turn starts from a user message (new, or the reply to a question); without one (an input
-    with no messages, or a `Command(resume=...)` on a fresh thread: the node cannot tell the two
-    apart) raise ValueError rather than answer nothing. (On a thread whose last turn ended,
-    LangGraph itself runs no node for such a resume and drops it.)"""
+    with no messages or another message last, or a `Command(resume=...)` on a fresh thread: the
+    node cannot tell them apart) raise ValueError rather than answer nothing. (On a thread whose
+    last turn ended, LangGraph itself runs no node for such a resume and drops it.) A refused
+    input stays in the thread: LangGraph stored it before this node ran (README: how to go on from
+    the checkpoint before it)."""
     messages = state.get("messages") or []
     if not messages or messages[-1].type != "human":
         thread = config.get("configurable", {}).get("thread_id")

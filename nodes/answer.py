@@ -56,7 +56,8 @@ def answer(state: Mapping[str, Any], *, model: ChatModel) -> dict[str, Any]:
     else:
         message = AIMessage(content)
     if appendix and message.id is not None:
-        _Appendix(text=appendix, message_id=message.id).invoke([], config={"tags": [SOURCES_TAG], "run_name": "sources"})
+        appendix_model = _Appendix(text=appendix, message_id=message.id)
+        appendix_model.invoke([], config={"tags": [SOURCES_TAG], "run_name": "sources"})
     return {"messages": [message]}
 
 

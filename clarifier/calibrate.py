@@ -21,7 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from askbetter.clarifier.examples import Example, check_documents, needs_clarification
+from askbetter.clarifier.examples import Example, check_both_labels, check_documents, needs_clarification
 from askbetter.clarifier.local import adapter_config, write_adapter_config
 from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.settings import Settings
@@ -90,7 +90,7 @@ def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
     if folder is None:
         raise ValueError("calibrate needs an adapter (\"bundled\" or a PEFT folder), not none")
     examples = load_examples(path, limit)
-    check_both_labels(examples)
+    check_both_labels(examples, "the stored threshold is kept")
     if len(examples) < FEW_EXAMPLES:
         log.warning("A threshold picked on %d examples is noisy: a few hundred or more are better",
                     len(examples))
@@ -103,12 +103,3 @@ def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
         write_predictions(predictions_out, [replace(p, decision=p.score >= record["threshold"])
                                             for p in predictions])
     return store_threshold(folder, record)
-
-
-def check_both_labels(examples: Sequence[Example]) -> None:
-    """ValueError unless the examples hold both labels: a threshold between them needs both."""
-    asks = sum(needs_clarification(ex) for ex in examples)
-    if asks in (0, len(examples)):
-        label = "need clarification" if asks else "are clear"
-        raise ValueError(f"calibration needs examples of both labels: all {len(examples)} {label}; "
-                         "the stored threshold is kept")

@@ -42,6 +42,17 @@ def needs_clarification(example: Example) -> bool:
     return example["clarification"] is not None
 
 
+def check_both_labels(examples: Iterable[Example], then: str) -> None:
+    """ExampleFormatError unless the examples hold both labels (a threshold between them needs
+    both, and their AUC is undefined); `then` ends the message with what the caller does or
+    what the user may do. Here, not in `calibrate`: `train` checks its dev sample before its
+    steps, and must not need scikit-learn, which `calibrate` imports."""
+    labels = [needs_clarification(ex) for ex in examples]
+    if all(labels) or not any(labels):
+        label = "need clarification" if any(labels) else "are clear"
+        raise ExampleFormatError(f"calibration needs examples of both labels: all {len(labels)} {label}; {then}")
+
+
 def check_documents(example: Example) -> list[Document] | None:
     """What a check of this example sees: its passages after retrieval (`post`), none before."""
     return example["documents"] if example["setting"] == "post" else None

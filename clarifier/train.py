@@ -25,7 +25,13 @@ import torch
 from tqdm import tqdm
 
 from askbetter.clarifier.contrast import with_contrasts
-from askbetter.clarifier.examples import Example, ExampleFormatError, check_documents, read_examples
+from askbetter.clarifier.examples import (
+    Example,
+    ExampleFormatError,
+    check_both_labels,
+    check_documents,
+    read_examples,
+)
 from askbetter.clarifier.prompt import CLEAR, TUNED_STYLES, clear_token_id, prompt_ids
 from askbetter.clarifier.smalltalk import TRAIN_OPENINGS, pick, with_opening
 from askbetter.settings import MIN_INPUT_TOKENS, Settings, device_problem
@@ -461,6 +467,10 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     if cfg.dev_examples and not dev:
         raise ExampleFormatError(f"{dev_file} holds no examples to pick the threshold on: build the data "
                                  f"again, or train with --dev-examples 0 and run `askbetter calibrate` later")
+    dev = balanced_sample(dev, cfg.dev_examples, cfg.seed)  # the examples finish scores
+    if dev:
+        check_both_labels(dev, f"those are --dev-examples {cfg.dev_examples} of {dev_file}: build the data "
+                               f"again, or train with --dev-examples 0 and run `askbetter calibrate` later")
     if cfg.exclude:
         log.warning("Left out %s: %d examples of %s kept", " ".join(cfg.exclude), len(pool), train_file)
     init = resolve_adapter(cfg.init_adapter)
@@ -592,12 +602,11 @@ def _truncate_log(path: Path, step: int) -> None:
 def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dev: list[Example],
            dtype: str = "auto") -> Path:
     """Write the adapter and its clarifier config `meta` (from `clarifier_meta`), then pick the
-    threshold on a sample of `dev` (the examples of `dev_file`) and store it (recording the device
+    threshold on `dev` (the sample of `dev_file` `train` drew) and store it (recording the device
     and `dtype`, the setting the model was loaded with, as `askbetter calibrate` does). The adapter
     is usable before the dev scoring: a run stopped there keeps it, and `askbetter calibrate` picks
     the threshold later."""
     from askbetter.clarifier.assets import LoadedModel
-    from askbetter.clarifier.data_build import balanced_sample
     from askbetter.clarifier.local import DEFAULT_THRESHOLD, LocalClarifier, write_adapter_config
 
     model.eval()
@@ -612,8 +621,7 @@ def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dev: 
 
         clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens,
                                    prompt_style=cfg.prompt_style)
-        sample = balanced_sample(dev, cfg.dev_examples, cfg.seed)
-        record = {"file": str(dev_file), **threshold_on(sample, clarifier.score), "device": cfg.device,
+        record = {"file": str(dev_file), **threshold_on(dev, clarifier.score), "device": cfg.device,
                   "dtype": dtype}
         store_threshold(out, record)
         log.warning("Adapter written to %s (threshold %.3f)", out, record["threshold"])

@@ -296,11 +296,13 @@ def test_python_m_askbetter_cli_reports_user_errors_in_one_line(tmp_path: Path, 
 
 
 def one_example_data(tmp_path: Path) -> Path:
-    """A data folder whose train and dev splits hold one clear example each."""
+    """A data folder whose train split holds one clear example, its dev split that and one
+    that needs clarification (a threshold needs both labels)."""
     data = tmp_path / "data"
     data.mkdir()
-    for split in ("train", "dev"):
-        (data / f"{split}.jsonl").write_text(json.dumps(example(1, "pre", None, "clear")) + "\n")
+    clear, unclear = example(1, "pre", None, "clear"), example(2, "pre", "Which one?", "ambiguous")
+    (data / "train.jsonl").write_text(json.dumps(clear) + "\n")
+    (data / "dev.jsonl").write_text(json.dumps(clear) + "\n" + json.dumps(unclear) + "\n")
     return data
 
 
@@ -352,14 +354,17 @@ def test_train_refuses_target_modules_the_base_model_lacks_before_anything_is_wr
     ("empty train", [], "train.jsonl holds no examples"),
     ("", ["--exclude", "test"], "--exclude test leaves out every example of {data}/train.jsonl"),
     ("empty dev", [], "dev.jsonl holds no examples to pick the threshold on"),
-    ("broken dev", [], "dev.jsonl:2: not a valid example"),
+    ("broken dev", [], "dev.jsonl:3: not a valid example"),
+    ("one-label dev", [], "calibration needs examples of both labels: all 1 are clear; those are "
+                          "--dev-examples 400 of {data}/dev.jsonl"),
 ])
 def test_train_refuses_data_it_could_not_train_or_calibrate_on_before_the_model_loads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     change: str, options: list[str], message: str
 ) -> None:
     """No example to train on wrote an untrained adapter, and a dev split without one (or with a
-    broken line) stopped the run only after its last step: both are refused at the start."""
+    broken line) stopped the run only after its last step, as did one of a single label (no
+    threshold or AUC between them, as `calibrate` says): all are refused at the start."""
     import askbetter.clarifier.assets as assets
 
     def no_model(*args, **kwargs):
@@ -373,6 +378,8 @@ def test_train_refuses_data_it_could_not_train_or_calibrate_on_before_the_model_
         (data / "dev.jsonl").write_text("")
     elif change == "broken dev":
         (data / "dev.jsonl").write_text((data / "dev.jsonl").read_text() + '{"id": "x"\n')
+    elif change == "one-label dev":
+        (data / "dev.jsonl").write_text((data / "train.jsonl").read_text())
     assert main(["train", "--data-dir", str(data), "--out-dir", str(run), *options]) == 1
     err = capsys.readouterr().err
     assert err.startswith("askbetter: error: ") and err.count("\n") == 1
@@ -405,7 +412,7 @@ def test_train_keeps_a_finished_run_s_adapter_before_the_model_loads(
         (run / folder / "askbetter_clarifier.json").write_text(json.dumps(meta))
     (run / "checkpoint" / "trainer_state.pt").write_bytes(b"state")
     kept = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
-    argv = ["train", "--data-dir", str(data), "--out-dir", str(run), "--max-steps", "2", "--dev-examples", "1"]
+    argv = ["train", "--data-dir", str(data), "--out-dir", str(run), "--max-steps", "2", "--dev-examples", "2"]
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{run} holds this run, finished: its adapter (step 2, threshold 0.400)" in err

@@ -26,6 +26,7 @@ from askbetter.clarifier.source_common import (
     exchange,
     field,
     load_json,
+    record_name,
     require_file,
     user,
 )
@@ -42,10 +43,10 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     del seed  # nothing random here
     folder = raw_dir / FOLDERS[0]
     records = [
-        (record, f"{path} record {record.get('id')!r}")
+        (record, f"{path} {record_name(record, 'id', 'record', i)}")
         for name in FILES
         for path in [require_file(folder, name)]
-        for record in field(load_json(path), "data", str(path))
+        for i, record in enumerate(field(load_json(path), "data", str(path)))
     ]
     groups = story_groups(records)
     for record, where in records:

@@ -211,6 +211,14 @@ def load_jsonl(path: Path) -> list[Any]:
     return records
 
 
+def record_name(record: Any, key: str, kind: str, index: int) -> str:
+    """How a message names a raw record: by its `key` field (`record 'a|2|1'`), or, when it has
+    none, by its position in the file (`record 12 (no id)`), the first being 0."""
+    if isinstance(record, dict) and key in record:
+        return f"{kind} {record[key]!r}"
+    return f"{kind} {index} (no {key})"
+
+
 def field(record: dict[str, Any], key: str, where: str) -> Any:
     """`record[key]`, or a RawDataError naming the record when the field is missing."""
     if not isinstance(record, dict) or key not in record:

@@ -49,6 +49,7 @@ from askbetter.clarifier.source_common import (
     make_example,
     parsed_once,
     read_text,
+    record_name,
     require_file,
     split_of,
     stable_fraction,
@@ -288,8 +289,8 @@ def _cast(folder: Path) -> Iterator[RewritePair]:
     for year, topics_file, tsv_file in CAST_TOPICS:
         path = require_file(folder, topics_file)
         manual = _tsv_rewrites(require_file(folder, tsv_file)) if tsv_file else {}
-        for topic in load_json(path):
-            where = f"{path} topic {topic.get('number')!r}"
+        for i, topic in enumerate(load_json(path)):
+            where = f"{path} {record_name(topic, 'number', 'topic', i)}"
             number = field(topic, "number", where)
             history: list[Message] = []
             for turn in field(topic, "turn", where):
@@ -316,8 +317,8 @@ def _tsv_rewrites(path: Path) -> dict[str, str]:
 def _ikat(folder: Path) -> Iterator[RewritePair]:
     for topics_file in IKAT_TOPICS:
         path = require_file(folder, topics_file)
-        for topic in load_json(path):
-            where = f"{path} topic {topic.get('number')!r}"
+        for i, topic in enumerate(load_json(path)):
+            where = f"{path} {record_name(topic, 'number', 'topic', i)}"
             number = str(field(topic, "number", where))
             # "9-1", "9-2": branches of one conversation that share their first turns
             group = number.split("-")[0]

@@ -665,6 +665,26 @@ def test_record_without_a_field_names_the_field(tmp_path):
         build_dataset(raw, tmp_path / "out", progress=False)
 
 
+@pytest.mark.parametrize(("name", "key", "where"), [
+    ("abg-coqa/coqa_abg_val.json", "id", "coqa_abg_val.json record 1 (no id): missing field 'id'"),
+    ("trec-cast/2019/data/training/train_topics_v1.0.json", "number",
+     "train_topics_v1.0.json topic 0 (no number): missing field 'number'"),
+    ("trec-ikat/2023/data/2023_train_topics.json", "number",
+     "2023_train_topics.json topic 0 (no number): missing field 'number'"),
+])
+def test_a_record_without_its_id_is_named_by_its_place(tmp_path, name, key, where):
+    """A record is named by its id field; one that lacks it, by its place in the file (it was
+    'record None')."""
+    raw = copy_raw(tmp_path)
+    path = raw / name
+    records = json.loads(path.read_text())
+    spoilt = records["data"][1] if "abg" in name else records[0]  # the cast and ikat slices hold one
+    del spoilt[key]
+    path.write_text(json.dumps(records))
+    with pytest.raises(RawDataError, match=re.escape(where)):
+        build_dataset(raw, tmp_path / "out", progress=False)
+
+
 def _spoil(records, change: str) -> None:
     """Spoil the first record of a raw dataset file in one of the ways `change` names."""
     first = records["data"][0] if isinstance(records, dict) else records[0]

@@ -34,7 +34,7 @@ import math
 import time
 import traceback
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,8 +153,9 @@ def build_dataset(
         pools = crowding.passage_pools(raw_dir, seed)
     kept = [it._replace(example=crowding.crowd(it.example, pools.get(it.split, []), seed))
             for it in kept]
-    with raw_records("disambiguated", [raw_dir / f for f in source_ambignq.FOLDERS]):
-        kept += _disambiguated_twins(kept, raw_dir, seed)
+    with raw_records("ambignq", [raw_dir / f for f in source_ambignq.FOLDERS]):
+        questions = source_ambignq.questions_of(raw_dir)  # as `ambignq` read them (parsed once)
+    kept += _disambiguated_twins(kept, questions, seed)  # an error here is the build's own
     splits: dict[str, list[Example]] = {s: [] for s in SPLITS}
     for _, _, ex, split in kept:
         splits[split].append(ex)
@@ -210,14 +211,15 @@ def _converter_frame(exc: BaseException) -> traceback.FrameSummary:
     return own[-1] if own else frames[-1]
 
 
-def _disambiguated_twins(kept: list[Item], raw_dir: Path, seed: int) -> list[Item]:
+def _disambiguated_twins(kept: list[Item], questions: Sequence[source_ambignq.Question],
+                         seed: int) -> list[Item]:
     """`source_ambignq.convert_disambiguated`'s examples for the AmbigNQ ambiguous questions the
-    caps kept, from their `post` examples as crowding left them (added last, so that every other
-    example stays as it is)."""
+    caps kept (of `questions`, `source_ambignq.questions_of`), from their `post` examples as
+    crowding left them (added last, so that every other example stays as it is)."""
     partners = {it.group: it.example for it in kept if it.converter == "ambignq"
                 and it.example["kind"] == "ambiguous" and it.example["setting"] == "post"}
     return [Item("disambiguated", g, ex, split_of(g, seed))
-            for g, ex in source_ambignq.convert_disambiguated(raw_dir, seed, partners)]
+            for g, ex in source_ambignq.convert_disambiguated(questions, seed, partners)]
 
 
 def _present_sources(raw_dir: Path, report: BuildReport) -> list[Source]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,9 +124,10 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
 
 
 def convert_disambiguated(
-    raw_dir: Path, seed: int, partners: Mapping[str, Example]
+    questions: Sequence[Question], seed: int, partners: Mapping[str, Example]
 ) -> Iterator[Converted]:
-    """Yield (question group, example): for a `DISAMBIGUATED_SHARE` of the ambiguous questions
+    """Yield (question group, example): for a `DISAMBIGUATED_SHARE` of the ambiguous `questions`
+    (`questions_of`'s: the build reads them apart, so that only reading them is a raw-data error)
     whose `post` example (`<base>-post`, as the build left it, maybe crowded) `partners` holds by
     group, one of the two readings whose passages that example shows, asked as it is (the
     disambiguated question), alone (`pre`) and over that example's very passages (`post`), both
@@ -134,7 +135,7 @@ def convert_disambiguated(
     vague question, but this question names one. The `post` twin differs from its partner in the
     question only (a minimal pair: `contrast.py` batches them together); its id is the partner's
     with `DISAMBIGUATED` after the question id."""
-    for qid, question, readings in questions_of(raw_dir):
+    for qid, question, readings in questions:
         group = f"{SOURCE}:{qid}"
         partner = partners.get(group)
         if partner is None or stable_fraction(seed, DISAMBIGUATED, qid) >= DISAMBIGUATED_SHARE:

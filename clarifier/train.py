@@ -15,7 +15,6 @@ import json
 import logging
 import math
 import random
-import resource
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -35,6 +34,11 @@ from askbetter.clarifier.examples import (
 from askbetter.clarifier.prompt import CLEAR, TUNED_STYLES, clear_token_id, prompt_ids
 from askbetter.clarifier.smalltalk import TRAIN_OPENINGS, pick, with_opening
 from askbetter.settings import MIN_INPUT_TOKENS, Settings, device_problem
+
+try:
+    import resource
+except ImportError:  # Unix only: without it (Windows) the peak resident memory is not measured
+    resource = None
 
 log = logging.getLogger(__name__)
 
@@ -404,13 +408,18 @@ def _recover_checkpoint(ckpt: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def peak_memory_mb(device: str, earlier: dict[str, int] | None = None) -> dict[str, int]:
+def peak_memory_mb(device: str,
+                   earlier: dict[str, int | None] | None = None) -> dict[str, int | None]:
     """Peak resident memory and, on CUDA, the peak memory torch allocated, over this process and
-    the `earlier` peaks (those of the processes before a resume, kept in the checkpoint)."""
-    peak = {"peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    the `earlier` peaks (those of the processes before a resume, kept in the checkpoint). A peak
+    no process measured is None: the resident memory where the `resource` module is missing."""
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss if resource else None  # KiB on Linux
+    peak = {"peak_rss_mb": None if rss_kib is None else round(rss_kib / 1024)}
     if device.startswith("cuda"):
         peak["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20)
-    return {key: max(value, (earlier or {}).get(key, 0)) for key, value in peak.items()}
+    earlier = earlier or {}
+    return {key: max((v for v in (value, earlier.get(key)) if v is not None), default=None)
+            for key, value in peak.items()}
 
 
 def rng_state(device: str) -> dict[str, torch.Tensor]:

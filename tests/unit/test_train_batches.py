@@ -175,6 +175,20 @@ def test_a_resumed_run_keeps_the_peak_memory_of_the_processes_before_it():
     assert peak_memory_mb("cpu", {"peak_rss_mb": 1})["peak_rss_mb"] >= now
 
 
+def test_without_the_resource_module_training_imports_and_records_no_peak_rss() -> None:
+    """`resource` is Unix only: on Windows `askbetter train` failed at import. Now the resident
+    peak is None there, and a resumed run keeps the one an earlier process measured."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['resource'] = None\n"  # `import resource` raises ImportError
+            "from askbetter.clarifier.train import peak_memory_mb\n"
+            "print(peak_memory_mb('cpu'), peak_memory_mb('cpu', {'peak_rss_mb': 7}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "{'peak_rss_mb': None} {'peak_rss_mb': 7}"
+
+
 def test_a_checkpoint_resumes_only_the_batches_it_trained_on(tmp_path) -> None:
     examples = [example(i, "pre", None, "clear") for i in range(4)]
     digests = plan_digests([[0, 1], [2]], examples)

@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import random
+import shlex
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -376,18 +377,68 @@ def clarifier_meta(cfg: TrainConfig, state: dict, n_train: int, planned_steps: i
             "training": training}
 
 
+def train_command(config: dict) -> str:
+    """The `askbetter train` command line of a run's config (`TrainConfig.to_json`'s form): the
+    options whose values differ from the defaults."""
+    default = TrainConfig().to_json()
+    words = ["askbetter", "train"]
+    for name, value in config.items():
+        if name not in default or value == default[name]:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            words.append(flag if value else f"--no-{flag[2:]}")
+        else:
+            words += [flag, *map(str, value if isinstance(value, list) else [value])]
+    return shlex.join(words)
+
+
+def model_card(base_model: str, meta: dict) -> str:
+    """The README.md of a run's adapter or checkpoint (whose clarifier config is `meta`), in place
+    of PEFT's template, which names the base model by the local folder it was loaded from: the
+    base model's id, the command that trained it and where its record is."""
+    training = meta["training"]
+    return f"""---
+base_model: {json.dumps(base_model)}
+library_name: peft
+tags: [lora, query-clarification, rag]
+---
+
+# askbetter clarifier adapter, step {training["steps"]} of {training["planned_steps"]}
+
+A LoRA adapter of {base_model} for askbetter's clarification checks, trained by
+
+    {train_command(training["config"])}
+
+`askbetter_clarifier.json` holds the prompt style and input budget it was trained with, the
+training record (config, steps, tokens, time, peak memory) and, once `askbetter train` or
+`askbetter calibrate` has picked it, the decision threshold. Use it with `--adapter FOLDER` or
+`ASKBETTER_ADAPTER=FOLDER`; the shipped adapter's card (`clarifier/adapter/README.md` in
+askbetter) describes the model, its data and its figures.
+"""
+
+
+def _save_adapter(model, folder: Path, meta: dict) -> None:
+    """Write the adapter into `folder` with its clarifier config `meta` and its `model_card`."""
+    from askbetter.clarifier.local import write_adapter_config
+
+    # the LoRA leaves the embeddings alone; PEFT's check for resized ones would look the base
+    # model up on the Hub by its name
+    model.save_pretrained(folder, save_embedding_layers=False)
+    write_adapter_config(folder, meta)
+    base = model.peft_config["default"].base_model_name_or_path
+    (folder / "README.md").write_text(model_card(base, meta))
+
+
 def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path, meta: dict) -> None:
     """Write the checkpoint whole or not at all (into a temporary folder, then renamed); with its
     clarifier config beside the adapter, so that `askbetter calibrate --adapter RUN/checkpoint`
     and the graph load it with the prompt it was trained on. The one it replaces is moved aside
     before the new one moves in, so that a kill between the two renames leaves both whole
     (`_recover_checkpoint` takes the new one)."""
-    from askbetter.clarifier.local import write_adapter_config
-
     tmp, old = ckpt.with_name(ckpt.name + ".tmp"), ckpt.with_name(ckpt.name + ".old")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, save_embedding_layers=False)  # see finish
-    write_adapter_config(tmp, meta)
+    _save_adapter(model, tmp, meta)
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 **state}, tmp / "trainer_state.pt")
     shutil.rmtree(old, ignore_errors=True)
@@ -610,20 +661,17 @@ def _truncate_log(path: Path, step: int) -> None:
 
 def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dev: list[Example],
            dtype: str = "auto") -> Path:
-    """Write the adapter and its clarifier config `meta` (from `clarifier_meta`), then pick the
-    threshold on `dev` (the sample of `dev_file` `train` drew) and store it (recording the device
-    and `dtype`, the setting the model was loaded with, as `askbetter calibrate` does). The adapter
-    is usable before the dev scoring: a run stopped there keeps it, and `askbetter calibrate` picks
-    the threshold later."""
+    """Write the adapter, its clarifier config `meta` (from `clarifier_meta`) and its card, then
+    pick the threshold on `dev` (the sample of `dev_file` `train` drew) and store it (recording
+    the device and `dtype`, the setting the model was loaded with, as `askbetter calibrate`
+    does). The adapter is usable before the dev scoring: a run stopped there keeps it, and
+    `askbetter calibrate` picks the threshold later."""
     from askbetter.clarifier.assets import LoadedModel
-    from askbetter.clarifier.local import DEFAULT_THRESHOLD, LocalClarifier, write_adapter_config
+    from askbetter.clarifier.local import DEFAULT_THRESHOLD, LocalClarifier
 
     model.eval()
     out = cfg.out_dir / "adapter"
-    # the LoRA leaves the embeddings alone; PEFT's check for resized ones would look the base
-    # model up on the Hub by its name
-    model.save_pretrained(out, save_embedding_layers=False)
-    write_adapter_config(out, meta)
+    _save_adapter(model, out, meta)
     if cfg.dev_examples:
         # only here: the metrics need scikit-learn, which a lent GPU machine may lack
         from askbetter.clarifier.calibrate import store_threshold, threshold_on

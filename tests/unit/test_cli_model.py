@@ -9,7 +9,7 @@ import pytest
 from askbetter.cli import build_parser, main
 from askbetter.clarifier.train import TrainConfig
 from example_factory import example
-from tiny_model import tiny_llama
+from tiny_model import tiny_llama, tiny_tokenizer
 
 FIXTURE_RAW = Path(__file__).parent.parent / "fixtures" / "raw"
 
@@ -304,6 +304,30 @@ def one_example_data(tmp_path: Path) -> Path:
     (data / "train.jsonl").write_text(json.dumps(clear) + "\n")
     (data / "dev.jsonl").write_text(json.dumps(clear) + "\n" + json.dumps(unclear) + "\n")
     return data
+
+
+def train_tiny(data: Path, run: Path, monkeypatch: pytest.MonkeyPatch, *options: str) -> int:
+    """`askbetter train` on `data` into `run` for one step with a tiny random model (fast)."""
+    import askbetter.clarifier.assets as assets
+
+    monkeypatch.setattr(assets, "load_base", lambda *args: (tiny_llama(), tiny_tokenizer()))
+    return main(["train", "--data-dir", str(data), "--out-dir", str(run), "--max-steps", "1",
+                 "--target-modules", "q_proj", *options])
+
+
+def test_a_run_s_adapter_and_checkpoint_have_a_card_naming_the_base_model_and_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PEFT wrote its template card, which names the base model by the local folder it was
+    loaded from and says nothing more: a run's folders get a short card instead."""
+    data, run = one_example_data(tmp_path), tmp_path / "run"
+    assert train_tiny(data, run, monkeypatch, "--dev-examples", "0", "--lr", "0.001") == 0
+    for folder in ("adapter", "checkpoint"):
+        card = (run / folder / "README.md").read_text()
+        assert card.startswith('---\nbase_model: "HuggingFaceTB/SmolLM2-135M-Instruct"\nlibrary_name: peft\n')
+        assert (f"\n    askbetter train --data-dir {data} --out-dir {run} --dev-examples 0 --lr 0.001 "
+                "--target-modules q_proj --max-steps 1\n") in card
+        assert "step 1 of 1" in card and "Model Card for Model ID" not in card
 
 
 def test_train_refuses_a_checkpoint_of_other_options_before_the_model_loads(

@@ -219,6 +219,8 @@ def test_the_random_state_a_checkpoint_keeps_draws_the_same_dropout_masks_again(
 class _Saves:
     """The model, optimizer and scheduler of `_save_checkpoint`, as far as it uses them."""
 
+    peft_config = {"default": type("Config", (), {"base_model_name_or_path": "base"})()}
+
     def save_pretrained(self, folder, save_embedding_layers: bool) -> None:
         folder.mkdir(parents=True)
         (folder / "adapter_model.safetensors").write_text("weights")
@@ -227,13 +229,20 @@ class _Saves:
         return {}
 
 
+def _meta(steps: int, **options) -> dict:
+    """A run's clarifier config at `steps` of 3, trained with TrainConfig(**options)."""
+    return {"prompt_style": "tuned",
+            "training": {"steps": steps, "planned_steps": 3, "config": TrainConfig(**options).to_json()}}
+
+
 def test_a_kill_while_a_checkpoint_is_replaced_leaves_a_whole_one_to_resume(tmp_path, monkeypatch) -> None:
     from pathlib import Path
 
     from askbetter.clarifier.train import _recover_checkpoint, _save_checkpoint
 
     ckpt, saves = tmp_path / "checkpoint", _Saves()
-    _save_checkpoint(saves, saves, saves, {"step": 1}, ckpt, {})
+    meta = _meta(steps=1)
+    _save_checkpoint(saves, saves, saves, {"step": 1}, ckpt, meta)
     rename = Path.rename
 
     def killed_before_the_new_one_moves_in(self, target):
@@ -243,12 +252,12 @@ def test_a_kill_while_a_checkpoint_is_replaced_leaves_a_whole_one_to_resume(tmp_
 
     monkeypatch.setattr(Path, "rename", killed_before_the_new_one_moves_in)
     with pytest.raises(KeyboardInterrupt):
-        _save_checkpoint(saves, saves, saves, {"step": 2}, ckpt, {})
+        _save_checkpoint(saves, saves, saves, {"step": 2}, ckpt, meta)
     monkeypatch.undo()
     _recover_checkpoint(ckpt)
     assert torch.load(ckpt / "trainer_state.pt")["step"] == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
-    _save_checkpoint(saves, saves, saves, {"step": 3}, ckpt, {})  # and the next one replaces it
+    _save_checkpoint(saves, saves, saves, {"step": 3}, ckpt, meta)  # and the next one replaces it
     assert torch.load(ckpt / "trainer_state.pt")["step"] == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
 
@@ -282,7 +291,6 @@ def test_a_run_without_dev_examples_finishes_without_scikit_learn(tmp_path, monk
     monkeypatch.setitem(sys.modules, "sklearn", None)  # `import sklearn` raises ImportError
     model = get_peft_model(tiny_llama(), LoraConfig(r=2, target_modules=["q_proj"]))
     cfg = TrainConfig(out_dir=tmp_path / "run", dev_examples=0)
-    out = finish(model, tiny_tokenizer(), cfg, {"prompt_style": "tuned", "training": {"steps": 1}},
-                 tmp_path / "dev.jsonl", [])
+    out = finish(model, tiny_tokenizer(), cfg, _meta(steps=1), tmp_path / "dev.jsonl", [])
     assert out == tmp_path / "run" / "adapter" and (out / "adapter_model.safetensors").is_file()
-    assert adapter_config(out)["training"] == {"steps": 1}
+    assert adapter_config(out)["training"]["steps"] == 1

@@ -77,8 +77,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as exc:  # an option value out of range
         raise UsageError(str(exc)) from exc
     check_output_folders(out_dir=cfg.out_dir)
-    out = train(cfg, settings_from(args))
-    print(f"adapter written to {out}")
+    train(cfg, settings_from(args))  # which logs where it wrote the adapter, and its threshold
     return 0
 
 

@@ -330,6 +330,17 @@ def test_a_run_s_adapter_and_checkpoint_have_a_card_naming_the_base_model_and_th
         assert "step 1 of 1" in card and "Model Card for Model ID" not in card
 
 
+def test_train_says_once_where_it_wrote_the_adapter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    """It was said twice: logged with the threshold, and printed."""
+    run = tmp_path / "run"
+    assert train_tiny(one_example_data(tmp_path), run, monkeypatch, "--dev-examples", "0") == 0
+    said = capsys.readouterr()
+    assert (said.out + said.err + caplog.text).count(f"written to {run / 'adapter'}") == 1
+
+
 def test_train_refuses_a_checkpoint_of_other_options_before_the_model_loads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

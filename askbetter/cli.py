@@ -235,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# what an interrupted command left, and how to go on (commands whose work is lost say nothing more)
+# what an interrupted command left, and how to go on (commands whose work is lost say nothing more;
+# a command that knows more raises KeyboardInterrupt with its own, as `train` names its checkpoint)
 _RESUME_HINTS = {
     "ingest": "the chunks stored so far are kept: run the same ingestion again to finish it",
     "train": "run the same command again to go on from its last checkpoint, if it wrote one",
@@ -251,8 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
     try:
         return args.handler(args)
-    except KeyboardInterrupt:
-        hint = _RESUME_HINTS.get(args.command, "")
+    except KeyboardInterrupt as exc:
+        hint = exc.args[0] if exc.args else _RESUME_HINTS.get(args.command, "")
         print(f"\ninterrupted{'; ' + hint if hint else ''}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # stdout's reader stopped reading (`askbetter ask ... | head -1`)

@@ -68,7 +68,7 @@ def add_train(subparsers: Any) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from askbetter.clarifier.train import TrainConfig, train
+    from askbetter.clarifier.train import TrainConfig, resume_hint, train
 
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     values = {k: v for k, v in vars(args).items() if k in names}
@@ -77,7 +77,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as exc:  # an option value out of range
         raise UsageError(str(exc)) from exc
     check_output_folders(out_dir=cfg.out_dir)
-    train(cfg, settings_from(args))  # which logs where it wrote the adapter, and its threshold
+    try:
+        train(cfg, settings_from(args))  # which logs where it wrote the adapter, and its threshold
+    except KeyboardInterrupt:  # `main` says what was kept: here, the checkpoint's step
+        raise KeyboardInterrupt(resume_hint(cfg.out_dir)) from None
     return 0
 
 

@@ -459,6 +459,21 @@ def _recover_checkpoint(ckpt: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def resume_hint(out_dir: Path) -> str:
+    """What a run stopped in `out_dir` left and how to go on, for `askbetter train`'s message when
+    interrupted: the step of its checkpoint (put back first, were it stopped while replacing it)."""
+    from askbetter.clarifier.local import adapter_config
+
+    ckpt = out_dir / "checkpoint"
+    _recover_checkpoint(ckpt)
+    if not (ckpt / "trainer_state.pt").is_file():
+        return "it wrote no checkpoint: the same command starts it again from step 0"
+    training = adapter_config(ckpt).get("training", {})  # none in checkpoints before session 30
+    at = (f" at step {training['steps']} of {training['planned_steps']}"
+          if {"steps", "planned_steps"} <= training.keys() else "")
+    return f"its checkpoint{at} ({ckpt}) is kept: run the same command again to go on from there"
+
+
 def peak_memory_mb(device: str,
                    earlier: dict[str, int | None] | None = None) -> dict[str, int | None]:
     """Peak resident memory and, on CUDA, the peak memory torch allocated, over this process and
@@ -599,46 +614,45 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
 
     pad_id, clear_id = pad_token_id(tokenizer), clear_token_id(tokenizer)
     model.train()
-    log_file = log_path.open("a")
-    bar = tqdm(total=total, initial=state["step"], desc="training", unit="step")
-    while state["step"] < total:
-        started = time.perf_counter()
-        batch = {k: v.to(cfg.device) for k, v in
-                 collate([items[i] for i in plan[state["step"]]], pad_id).items()}
-        with torch.autocast(device_type=cfg.device.split(":")[0], dtype=torch.bfloat16,
-                            enabled=use_autocast):
-            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        loss = weighted_loss(logits, batch["labels"], batch["first"], cfg.first_token_weight)
-        pair = (pair_margin_loss(logits, batch["first"], batch["unit"], batch["clear"], clear_id)
-                if cfg.pair_margin_weight else None)
-        (loss if pair is None else loss + cfg.pair_margin_weight * pair).backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        state["step"] += 1
-        state["tokens"] += int(batch["attention_mask"].sum())
-        state["seconds"] += time.perf_counter() - started
-        ema = state["loss_ema"]
-        state["loss_ema"] = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
-        # "loss": the answer tokens' cross-entropy; "pair_loss": the hinge before its weight
-        log_file.write(json.dumps({"step": state["step"], "loss": round(loss.item(), 4),
-                                   "lr": scheduler.get_last_lr()[0], "tokens": state["tokens"],
-                                   "seconds": round(state["seconds"], 1),
-                                   **({"pair_loss": round(pair.item(), 4)} if pair is not None
-                                      else {})}) + "\n")
-        log_file.flush()
-        # the loss's moving average (train_log.jsonl has each step's), tokens per second of steps
-        bar.set_postfix(loss_ema=f"{state['loss_ema']:.3f}", tok_s=f"{state['tokens'] / state['seconds']:.0f}")
-        bar.update(1)
-        if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
-            state["peak_mb"] = peak_memory_mb(cfg.device, state.get("peak_mb"))
-            state["plan_digest"] = digests[state["step"]]
-            state["rng"] = rng_state(cfg.device)
-            _save_checkpoint(model, optimizer, scheduler, state, ckpt,
-                             clarifier_meta(cfg, state, len(items), total, continued))
-    bar.close()
-    log_file.close()
+    # closed on the way out too, so that a stopped run's bar is drawn before the message
+    with log_path.open("a") as log_file, tqdm(total=total, initial=state["step"], desc="training",
+                                               unit="step") as bar:
+        while state["step"] < total:
+            started = time.perf_counter()
+            batch = {k: v.to(cfg.device) for k, v in
+                     collate([items[i] for i in plan[state["step"]]], pad_id).items()}
+            with torch.autocast(device_type=cfg.device.split(":")[0], dtype=torch.bfloat16,
+                                enabled=use_autocast):
+                logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+            loss = weighted_loss(logits, batch["labels"], batch["first"], cfg.first_token_weight)
+            pair = (pair_margin_loss(logits, batch["first"], batch["unit"], batch["clear"], clear_id)
+                    if cfg.pair_margin_weight else None)
+            (loss if pair is None else loss + cfg.pair_margin_weight * pair).backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            state["step"] += 1
+            state["tokens"] += int(batch["attention_mask"].sum())
+            state["seconds"] += time.perf_counter() - started
+            ema = state["loss_ema"]
+            state["loss_ema"] = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
+            # "loss": the answer tokens' cross-entropy; "pair_loss": the hinge before its weight
+            log_file.write(json.dumps({"step": state["step"], "loss": round(loss.item(), 4),
+                                       "lr": scheduler.get_last_lr()[0], "tokens": state["tokens"],
+                                       "seconds": round(state["seconds"], 1),
+                                       **({"pair_loss": round(pair.item(), 4)} if pair is not None
+                                          else {})}) + "\n")
+            log_file.flush()
+            # the loss's moving average (train_log.jsonl has each step's), tokens per second of steps
+            bar.set_postfix(loss_ema=f"{state['loss_ema']:.3f}", tok_s=f"{state['tokens'] / state['seconds']:.0f}")
+            bar.update(1)
+            if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
+                state["peak_mb"] = peak_memory_mb(cfg.device, state.get("peak_mb"))
+                state["plan_digest"] = digests[state["step"]]
+                state["rng"] = rng_state(cfg.device)
+                _save_checkpoint(model, optimizer, scheduler, state, ckpt,
+                                 clarifier_meta(cfg, state, len(items), total, continued))
     return finish(model, tokenizer, cfg, clarifier_meta(cfg, state, len(items), total, continued),
                   dev_file, dev, settings.dtype)
 

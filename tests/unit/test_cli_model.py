@@ -341,6 +341,36 @@ def test_train_says_once_where_it_wrote_the_adapter(
     assert (said.out + said.err + caplog.text).count(f"written to {run / 'adapter'}") == 1
 
 
+def test_an_interrupted_run_names_the_step_of_the_checkpoint_it_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C said 'go on from its last checkpoint, if it wrote one': now which step, or none."""
+    import askbetter.clarifier.assets as assets
+    import askbetter.clarifier.train as training
+
+    data, run = one_example_data(tmp_path), tmp_path / "run"
+    save = training._save_checkpoint
+
+    def save_then_stop(*args, **kwargs) -> None:
+        save(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "_save_checkpoint", save_then_stop)
+    options = ["--dev-examples", "0", "--epochs", "3", "--max-steps", "3", "--checkpoint-every", "2"]
+    assert train_tiny(data, run, monkeypatch, *options) == 130
+    assert capsys.readouterr().err.endswith(
+        f"\ninterrupted; its checkpoint at step 2 of 3 ({run / 'checkpoint'}) is kept: run the same "
+        "command again to go on from there\n")
+
+    def stopped(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(assets, "load_base", stopped)
+    assert main(["train", "--data-dir", str(data), "--out-dir", str(tmp_path / "new"), "--dev-examples", "0"]) == 130
+    assert capsys.readouterr().err == (
+        "\ninterrupted; it wrote no checkpoint: the same command starts it again from step 0\n")
+
+
 def test_train_refuses_a_checkpoint_of_other_options_before_the_model_loads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,6 +31,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import signal
+import threading
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -130,7 +132,8 @@ def build_dataset(
 ) -> BuildReport:
     """Convert the datasets under `raw_dir`, write `out_dir/{train,dev,test}.jsonl`, return counts.
     A build in `out_dir` already is replaced (its three files, once all three new ones are written:
-    a build stopped before leaves it whole); other files there stay.
+    a build stopped before leaves it whole, and a Ctrl-C while they replace it waits until all
+    three have); other files there stay.
 
     Raises FileNotFoundError when `raw_dir` or a required dataset folder is missing, and
     RawDataError (a ValueError) naming the file when a raw file is missing or malformed. Absent
@@ -172,10 +175,30 @@ def build_dataset(
         for path in staged.values():
             path.unlink(missing_ok=True)
         raise
-    for split, path in staged.items():
-        path.replace(report.files[split])
+    with _ctrl_c_held("the new build in --out is whole: it had begun to replace the last one"):
+        for split, path in staged.items():  # a stop between two would leave a mix of builds
+            path.replace(report.files[split])
     report.seconds = time.perf_counter() - start
     return report
+
+
+@contextmanager
+def _ctrl_c_held(done: str) -> Iterator[None]:
+    """Hold a Ctrl-C that comes while the block runs, then raise its KeyboardInterrupt saying
+    `done` (which `askbetter` prints): for steps that must not stop halfway. Only where Ctrl-C
+    raises KeyboardInterrupt (Python's own handler, in the main thread); a kill is not held."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    held: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if held:
+        raise KeyboardInterrupt(done)
 
 
 @contextmanager

@@ -589,6 +589,29 @@ def test_a_build_stopped_inside_a_split_s_write_leaves_no_temp_file(tmp_path, mo
     assert {p.name: p.read_bytes() for p in out.iterdir()} == last  # no .new, no .new.tmp
 
 
+def test_a_ctrl_c_while_the_splits_move_in_is_held_until_all_three_have(tmp_path, monkeypatch):
+    """Stopped between two of the three renames, --out held the new train.jsonl beside the last
+    build's dev and test: the Ctrl-C now waits for the third, and says the new build is whole."""
+    import signal
+
+    out, other = tmp_path / "out", tmp_path / "other"
+    build_dataset(RAW, out, seed=13, progress=False)
+    build_dataset(RAW, other, seed=14, progress=False)
+    replace = Path.replace
+
+    def replace_then_ctrl_c(self, target):
+        moved = replace(self, target)
+        if self.name == "train.jsonl.new":
+            signal.raise_signal(signal.SIGINT)  # as a Ctrl-C: KeyboardInterrupt before the next
+        return moved
+
+    monkeypatch.setattr(Path, "replace", replace_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt, match="the new build in --out is whole"):
+        build_dataset(RAW, out, seed=14, progress=False)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == {p.name: p.read_bytes() for p in other.iterdir()}
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_missing_raw_dir_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="raw data folder not found"):
         build_dataset(tmp_path / "nowhere", tmp_path / "out", progress=False)

@@ -23,7 +23,7 @@ from typing import Any
 
 from askbetter.graph.context import default_context
 from askbetter.settings import MAX_TOP_K, Settings
-from askbetter.text import encodes_as_utf8
+from askbetter.text import displayable, encodes_as_utf8
 
 PROMPT = "you> "
 
@@ -124,7 +124,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     files = find_files(args.paths)  # before the store is opened: nothing to ingest writes nothing
     collection = open_collection(settings)
     report = ingest(files, collection, settings.chunk_size, settings.chunk_overlap, progress=True)
-    print(report.summary())
+    print(displayable(report.summary()))  # it names the corpus's files
     print(f"collection {settings.collection!r} now holds {collection.count()} chunks")
     return 0 if report.files_ingested else 1
 
@@ -268,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def print_error(exc: BaseException) -> None:
-    print(f"askbetter: error: {exc}", file=sys.stderr)
+    print(f"askbetter: error: {displayable(str(exc))}", file=sys.stderr)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

@@ -1,5 +1,6 @@
-"""Text in and out: checks on text from outside (files, the command line) that is not UTF-8, and
-the atomic write of a text file.
+"""Text in and out: checks on text from outside (files, the command line, the models) that is not
+UTF-8, the terminal's view of it (control characters made visible), and the atomic write of a
+text file.
 
 Nothing here imports the rest of the package, so any module may import it.
 """
@@ -54,3 +55,17 @@ def write_lines(path: str | Path, lines: Iterable[str]) -> int:
         tmp.unlink(missing_ok=True)
         raise
     return n
+
+
+#: the control characters (C0, DEL, C1) a terminal may act on, each with its visible form
+#: (`\x1b`); a line break and a tab stay as they are
+_VISIBLE_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))
+                     if chr(code) not in "\n\t"}
+
+
+def displayable(text: str) -> str:
+    """`text` as printed to a terminal: each control character (an escape sequence's start, a
+    carriage return, a bell...) written as its escape, e.g. `\\x1b`, so that text from the corpus,
+    the models or the user cannot move the cursor or recolour the terminal. Only for display: the
+    text stored and sent to the models is left as it is."""
+    return text.translate(_VISIBLE_CONTROLS)

@@ -19,6 +19,7 @@ from askbetter.graph.context import Context
 from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE, ask_blocker
 from askbetter.nodes.answer import SOURCES_TAG, passage_title
 from askbetter.nodes.ask_user import CLARIFICATION_METADATA
+from askbetter.text import displayable
 
 # the node column of printed steps: as wide as the longest node name
 NODE_WIDTH = max(map(len, (REWRITE, PRE_CHECK, RETRIEVE, POST_CHECK, ASK_USER, AWAIT_REPLY, ANSWER)))
@@ -142,7 +143,8 @@ def _describe_decision(decision: Mapping[str, Any] | None, view: Mapping[str, An
 
 
 class TurnPrinter:
-    """Prints a turn's decision path as it runs, then its question or answer (tokens streamed)."""
+    """Prints a turn's decision path as it runs, then its question or answer (tokens streamed);
+    control characters in what it prints are shown as escapes (`askbetter.text.displayable`)."""
 
     def __init__(self, out: TextIO | None = None) -> None:
         self._out = out
@@ -155,13 +157,13 @@ class TurnPrinter:
     def step(self, step: Step) -> None:
         if step.node == ANSWER:
             return  # the answer itself is printed by `token` and `outcome`
-        print(f"  {step.node:<{NODE_WIDTH}} {step.text}", file=self.out, flush=True)
+        print(f"  {step.node:<{NODE_WIDTH}} {displayable(step.text)}", file=self.out, flush=True)
 
     def token(self, text: str) -> None:
         if not self.streamed:
             print("askbetter: ", end="", file=self.out)
         self.streamed += text
-        print(text, end="", file=self.out, flush=True)
+        print(displayable(text), end="", file=self.out, flush=True)
 
     def outcome(self, result: TurnResult) -> None:
         """The question (with stage, score and round) or the answer's unstreamed rest (its sources)."""
@@ -169,14 +171,14 @@ class TurnPrinter:
         if asked is not None:
             print(
                 f"askbetter asks ({asked['stage']}-retrieval check, score {asked['score']:.2f}): "
-                f"{asked['question']}",
+                f"{displayable(str(asked['question']))}",
                 file=self.out,
             )
         elif result.answer is not None:
             streamed = self.streamed.strip()
             if streamed and result.answer.startswith(streamed):
-                print(result.answer[len(streamed):], file=self.out)
+                print(displayable(result.answer[len(streamed):]), file=self.out)
             else:
-                print(("\n" if self.streamed else "askbetter: ") + result.answer, file=self.out)
+                print(("\n" if self.streamed else "askbetter: ") + displayable(result.answer), file=self.out)
         self.streamed = ""
 

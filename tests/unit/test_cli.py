@@ -374,3 +374,40 @@ def test_an_interrupted_command_says_what_it_left_and_how_to_go_on(monkeypatch, 
     assert cli.main(argv) == 130
     err = capsys.readouterr().err
     assert err.startswith("\ninterrupted" + hint) and err.endswith("\n") and err.count("\n") == 2
+
+
+def test_control_characters_from_the_corpus_the_models_and_the_user_are_printed_as_escapes(monkeypatch, capsys):
+    """An escape sequence in a passage title, a generated question or answer, or the user's text
+    neither moves the cursor nor recolours the terminal."""
+    passages = [{**PASSAGES[0], "title": "Sync\x1b[2J in Nimbus Cloud"}, PASSAGES[1]]
+
+    def build_graph(settings):
+        return create_clarifying_rag(
+            clarifier=ScriptedClarifier(pre=[None, None], post=["Which \x1b[31mproduct\x1b[0m?", None]),
+            retriever=StaticRetriever(passages),
+            answer_model=GenericFakeChatModel(messages=iter(["Choose\r Preferences\x07 > Sync [2]."])),
+            rewriter=lambda messages: messages[-1].text, settings=settings,
+        ).compile(checkpointer=InMemorySaver())
+
+    monkeypatch.setattr(cli, "build_graph", build_graph)
+    assert cli.main(["ask", "How do I turn on \x1b]0;owned\x07sync?"]) == 0
+    out = capsys.readouterr().out
+    assert 'query: "How do I turn on \\x1b]0;owned\\x07sync?"' in out
+    assert "[1] Sync\\x1b[2J in Nimbus Cloud (0.81)" in out
+    assert "score 0.90): Which \\x1b[31mproduct\\x1b[0m?" in out
+    monkeypatch.setattr("sys.stdin", io.StringIO("How do I turn on sync?\nNimbus Desktop\n/quit\n"))
+    assert cli.main(["chat"]) == 0
+    out = capsys.readouterr().out
+    assert "askbetter: Choose\\x0d Preferences\\x07 > Sync [2]." in out
+    assert not {"\x1b", "\r", "\x07"} & set(out)
+
+
+def test_ingest_and_errors_print_control_characters_in_file_names_as_escapes(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function", lambda *args: HashEmbedding())
+    (tmp_path / "a.md").write_text("# A\n\nSync is on.")
+    (tmp_path / "b\x1b[2J.txt").write_bytes("Caf\xe9".encode("latin-1"))
+    store = ["--chroma-path", str(tmp_path / "chroma")]
+    assert cli.main(["ingest", str(tmp_path / "a.md"), str(tmp_path / "b\x1b[2J.txt"), *store]) == 0
+    assert f"skipped {tmp_path}/b\\x1b[2J.txt: not UTF-8 text" in capsys.readouterr().out
+    assert cli.main(["ingest", str(tmp_path / "c\x1b[2J.md"), *store]) == 1
+    assert capsys.readouterr().err == f"askbetter: error: {tmp_path}/c\\x1b[2J.md does not exist\n"

@@ -23,7 +23,7 @@ from typing import Any
 
 from askbetter.graph.context import default_context
 from askbetter.settings import MAX_TOP_K, Settings
-from askbetter.text import displayable, encodes_as_utf8
+from askbetter.text import displayable, encodes_as_utf8, is_blank
 
 PROMPT = "you> "
 
@@ -67,7 +67,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def require_text(text: str, what: str = "question") -> str:
-    if not text.strip():
+    if is_blank(text):
         raise UsageError(f'the {what} is empty: type one, e.g. askbetter ask "How do I turn on sync?"')
     require_utf8(text, what)
     return text.strip()
@@ -179,7 +179,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             return 0
         if text in ("/quit", "/exit"):
             return 0
-        if not text:
+        if is_blank(text):  # spaces, or nothing but control characters
             print("(type a question, or /quit)")
             continue
         try:

@@ -8,6 +8,7 @@ Nothing here imports the rest of the package, so any module may import it.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -69,3 +70,9 @@ def displayable(text: str) -> str:
     the models or the user cannot move the cursor or recolour the terminal. Only for display: the
     text stored and sent to the models is left as it is."""
     return text.translate(_VISIBLE_CONTROLS)
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` holds nothing but whitespace and control characters (a line of escape
+    codes is as empty as a line of spaces)."""
+    return all(char.isspace() or unicodedata.category(char) == "Cc" for char in text)

@@ -411,3 +411,15 @@ def test_ingest_and_errors_print_control_characters_in_file_names_as_escapes(tmp
     assert f"skipped {tmp_path}/b\\x1b[2J.txt: not UTF-8 text" in capsys.readouterr().out
     assert cli.main(["ingest", str(tmp_path / "c\x1b[2J.md"), *store]) == 1
     assert capsys.readouterr().err == f"askbetter: error: {tmp_path}/c\\x1b[2J.md does not exist\n"
+
+
+@pytest.mark.parametrize("line", ["\x1b", " \x00\x1b \t", "\x07\x7f"])
+def test_a_chat_line_of_control_characters_is_an_empty_line(monkeypatch, capsys, line):
+    clarifier = ScriptedClarifier(pre=["Which product?"])
+    use_fake_graph(monkeypatch, clarifier)
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{line}\n/quit\n"))
+    assert cli.main(["chat"]) == 0
+    assert "(type a question, or /quit)" in capsys.readouterr().out
+    assert clarifier.calls == []
+    assert cli.main(["ask", line]) == 1
+    assert capsys.readouterr().err.startswith("askbetter: error: the question is empty")

@@ -147,6 +147,7 @@ class Settings:
                 raise ValueError(f"{name} ({ENV_VARS[name]}) names no bundled model: {spec!r}; the bundled one is "
                                  f"{bundled!r}")
         _check_collection_name(self.collection)
+        _check_folder("cache_dir", self.cache_dir)
         check_dtype(self.dtype)
         problem = device_problem(self.device)
         if problem:
@@ -197,6 +198,17 @@ def _check_model_folder(name: str, spec: str) -> None:
     checked when the model loads."""
     if names_a_path(spec) and not Path(spec).expanduser().is_dir():
         raise ValueError(f"{name} ({ENV_VARS[name]}) names the folder {spec}, which does not exist")
+
+
+def _check_folder(name: str, path: Path) -> None:
+    """A folder setting must not name a file, nor a path under one: the folder could not be made
+    there (found at start, not when a model first writes into it)."""
+    for existing in (path, *path.parents):
+        if existing.exists():
+            if not existing.is_dir():
+                where = "is a file" if existing == path else f"lies under the file {existing}"
+                raise ValueError(f"{name} ({ENV_VARS[name]}) names {path}, which {where}: name a folder")
+            return
 
 
 def _check_collection_name(name: str) -> None:

@@ -423,3 +423,16 @@ def test_a_chat_line_of_control_characters_is_an_empty_line(monkeypatch, capsys,
     assert clarifier.calls == []
     assert cli.main(["ask", line]) == 1
     assert capsys.readouterr().err.startswith("askbetter: error: the question is empty")
+
+
+def test_a_cache_dir_that_is_a_file_is_reported_before_any_model_loads(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("askbetter.retrieval.store.make_embedding_function",
+                        lambda *args: pytest.fail("the embedding model was loaded"))
+    store = Settings(chroma_path=tmp_path / "chroma")
+    open_collection(store, embedding_function=HashEmbedding()).add(ids=["a"], documents=["Sync is on."])
+    (tmp_path / "cache").write_text("x")
+    monkeypatch.setenv("ASKBETTER_CACHE_DIR", str(tmp_path / "cache"))
+    assert cli.main(["ask", "How do I turn on sync?", "--chroma-path", str(store.chroma_path)]) == 1
+    assert capsys.readouterr().err == (
+        f"askbetter: error: cache_dir (ASKBETTER_CACHE_DIR) names {tmp_path / 'cache'}, which is a file: name a folder\n"
+    )

@@ -56,6 +56,16 @@ def test_a_model_folder_that_exists_or_a_hub_id_is_accepted(tmp_path) -> None:
     assert (s.answer_model, s.base_model) == (str(tmp_path), "org/model")
 
 
+def test_a_cache_dir_that_is_a_file_or_under_one_is_refused_at_start(tmp_path) -> None:
+    blocker = tmp_path / "cache"
+    blocker.write_text("x")
+    for path, where in ((blocker, "is a file"), (blocker / "sub" / "dir", f"lies under the file {blocker}")):
+        with pytest.raises(ValueError) as caught:
+            Settings.from_env({"ASKBETTER_CACHE_DIR": str(path)})
+        assert str(caught.value) == f"cache_dir (ASKBETTER_CACHE_DIR) names {path}, which {where}: name a folder"
+    assert Settings.from_env({"ASKBETTER_CACHE_DIR": str(tmp_path / "new" / "cache")}).cache_dir.parent.name == "new"
+
+
 COLLECTION_RULE = ("collection (ASKBETTER_COLLECTION) must be 3 to 512 characters from a-z, A-Z, 0-9, '.', '_' and "
                    "'-', start and end with a letter or digit, hold no '..' and not be an IPv4 address, not ")
 

@@ -148,6 +148,7 @@ class Settings:
                                  f"{bundled!r}")
         _check_collection_name(self.collection)
         _check_folder("cache_dir", self.cache_dir)
+        _check_chroma_host(self.chroma_host)
         check_dtype(self.dtype)
         problem = device_problem(self.device)
         if problem:
@@ -209,6 +210,15 @@ def _check_folder(name: str, path: Path) -> None:
                 where = "is a file" if existing == path else f"lies under the file {existing}"
                 raise ValueError(f"{name} ({ENV_VARS[name]}) names {path}, which {where}: name a folder")
             return
+
+
+def _check_chroma_host(host: str) -> None:
+    """A Chroma server's host is a name or an address alone: chromadb's `HttpClient` takes a URL's
+    port from the URL (80 or 443 when it has none), not from `chroma_port`, and misreads a
+    `host:port`."""
+    if "/" in host or ":" in host.rpartition("]")[2]:  # an IPv6 address is written in brackets
+        raise ValueError(f"chroma_host ({ENV_VARS['chroma_host']}) must be a host name or address alone, "
+                         f"not {host!r}: e.g. localhost or [::1], with the port in {ENV_VARS['chroma_port']}")
 
 
 def _check_collection_name(name: str) -> None:

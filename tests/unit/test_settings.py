@@ -66,6 +66,21 @@ def test_a_cache_dir_that_is_a_file_or_under_one_is_refused_at_start(tmp_path) -
     assert Settings.from_env({"ASKBETTER_CACHE_DIR": str(tmp_path / "new" / "cache")}).cache_dir.parent.name == "new"
 
 
+@pytest.mark.parametrize("host", ["http://localhost", "https://chroma.example.com/db", "localhost:8000", "::1",
+                                  "[::1]:8000"])
+def test_a_chroma_host_given_as_a_url_or_with_its_port_is_refused(host: str) -> None:
+    """chromadb's HttpClient would ignore ASKBETTER_CHROMA_PORT for a URL (port 80) and misread a host:port."""
+    with pytest.raises(ValueError) as caught:
+        Settings.from_env({"ASKBETTER_CHROMA_HOST": host, "ASKBETTER_CHROMA_PORT": "8001"})
+    assert str(caught.value) == (f"chroma_host (ASKBETTER_CHROMA_HOST) must be a host name or address alone, not "
+                                 f"{host!r}: e.g. localhost or [::1], with the port in ASKBETTER_CHROMA_PORT")
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::1]", "chroma.example.com"])
+def test_a_chroma_host_name_or_address_is_accepted(host: str) -> None:
+    assert Settings.from_env({"ASKBETTER_CHROMA_HOST": host}).chroma_host == host
+
+
 COLLECTION_RULE = ("collection (ASKBETTER_COLLECTION) must be 3 to 512 characters from a-z, A-Z, 0-9, '.', '_' and "
                    "'-', start and end with a letter or digit, hold no '..' and not be an IPv4 address, not ")
 

@@ -57,13 +57,18 @@ def settings_from(args: argparse.Namespace) -> Settings:
              "post_check", "ask_mode")
     given = {name: getattr(args, name, None) for name in names}
     try:
-        settings = Settings.from_env(**given)
+        settings = Settings.from_env(option_label=_option, **given)
     except ValueError as exc:  # a bad environment variable or option value
         raise UsageError(str(exc)) from exc
     if given["chroma_path"] is not None and settings.chroma_host:
         raise UsageError(f"--chroma-path names a local folder, but ASKBETTER_CHROMA_HOST={settings.chroma_host} "
                          "points at a Chroma server: unset it, or leave out --chroma-path")
     return settings
+
+
+def _option(name: str) -> str:
+    """The command-line option that sets the setting `name`."""
+    return "--" + name.replace("_", "-")
 
 
 def require_text(text: str, what: str = "question") -> str:

@@ -82,6 +82,11 @@ ENV_VARS: dict[str, str] = {
 }
 
 
+def setting_label(name: str) -> str:
+    """A setting as an error names it: its field and its environment variable."""
+    return f"{name} ({ENV_VARS[name]})"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Run-time settings. Defaults give the embedded setup: local models, local Chroma."""
@@ -114,51 +119,51 @@ class Settings:
     post_check: bool = True
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> "Settings":
-        """Defaults, then environment variables, then explicit keyword overrides."""
+    def from_env(cls, environ: dict[str, str] | None = None, *, option_label: Callable[[str], str] = str,
+                 **overrides: object) -> "Settings":
+        """Defaults, then environment variables, then explicit keyword overrides (None: not given).
+        An error names an override by `option_label(name)` (its field name; the CLI gives its
+        option, `--top-k`), any other setting by `setting_label` (with its variable)."""
         env = os.environ if environ is None else environ
         values: dict[str, object] = {}
         for f in fields(cls):
             raw = env.get(ENV_VARS[f.name])
             if raw is not None and raw != "":
                 values[f.name] = _parse(f.name, raw, f.type)
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
         settings = cls(**values)  # type: ignore[arg-type]
-        settings.validate()
+        settings.validate(lambda name: option_label(name) if name in given else setting_label(name))
         return settings
 
-    def validate(self) -> None:
-        """Raise ValueError naming the setting (and its variable) when a value is out of range."""
-        check_run_settings(
-            {name: getattr(self, name) for name in RUN_SETTINGS}, lambda name: f"{name} ({ENV_VARS[name]})"
-        )
+    def validate(self, label: Callable[[str], str] = setting_label) -> None:
+        """Raise ValueError naming the setting by `label(name)` when a value is out of range."""
+        check_run_settings({name: getattr(self, name) for name in RUN_SETTINGS}, label)
         for name, low, high in (("max_input_tokens", MIN_INPUT_TOKENS, None),
                                 ("max_question_tokens", 1, None), ("max_answer_tokens", 1, None),
                                 ("chroma_port", 1, 65535)):
-            _check_range(f"{name} ({ENV_VARS[name]})", getattr(self, name), low, high)
+            _check_range(label(name), getattr(self, name), low, high)
         if not 0 <= self.chunk_overlap < self.chunk_size:
-            raise ValueError(f"chunk_overlap ({ENV_VARS['chunk_overlap']}) must be 0 or more and smaller "
-                             f"than chunk_size ({ENV_VARS['chunk_size']}), not {self.chunk_overlap} "
-                             f"with chunk_size {self.chunk_size}")
+            raise ValueError(f"{label('chunk_overlap')} must be 0 or more and smaller than {label('chunk_size')}, "
+                             f"not {self.chunk_overlap} with chunk_size {self.chunk_size}")
         for name, bundled in BUNDLED_MODELS.items():
             spec = getattr(self, name)
-            _check_model_folder(name, spec)
+            _check_model_folder(label(name), spec)
             if spec.startswith("bundled:") and spec != bundled:
-                raise ValueError(f"{name} ({ENV_VARS[name]}) names no bundled model: {spec!r}; the bundled one is "
-                                 f"{bundled!r}")
-        _check_collection_name(self.collection)
-        _check_folder("cache_dir", self.cache_dir)
-        _check_chroma_host(self.chroma_host)
-        check_dtype(self.dtype)
+                raise ValueError(f"{label(name)} names no bundled model: {spec!r}; the bundled one is {bundled!r}")
+        _check_collection_name(label("collection"), self.collection)
+        _check_folder(label("cache_dir"), self.cache_dir)
+        _check_chroma_host(label("chroma_host"), self.chroma_host)
+        check_dtype(self.dtype, label("dtype"))
         problem = device_problem(self.device)
         if problem:
-            raise ValueError(f"device ({ENV_VARS['device']}) {problem}")
+            raise ValueError(f"{label('device')} {problem}")
 
 
-def check_dtype(name: str) -> None:
+def check_dtype(name: str, label: str = setting_label("dtype")) -> None:
     """Raise ValueError naming the setting when `name` is not one of `DTYPES`."""
     if name not in DTYPES:
-        raise ValueError(f"dtype ({ENV_VARS['dtype']}) must be one of {', '.join(DTYPES)}, not {name!r}")
+        raise ValueError(f"{label} must be one of {', '.join(DTYPES)}, not {name!r}")
 
 
 def device_problem(device: str) -> str | None:
@@ -194,39 +199,39 @@ def names_a_path(spec: str) -> bool:
     return spec.startswith((".", "/", "~"))
 
 
-def _check_model_folder(name: str, spec: str) -> None:
+def _check_model_folder(label: str, spec: str) -> None:
     """A model setting written as a path must name a folder that exists; a Hugging Face id is
     checked when the model loads."""
     if names_a_path(spec) and not Path(spec).expanduser().is_dir():
-        raise ValueError(f"{name} ({ENV_VARS[name]}) names the folder {spec}, which does not exist")
+        raise ValueError(f"{label} names the folder {spec}, which does not exist")
 
 
-def _check_folder(name: str, path: Path) -> None:
+def _check_folder(label: str, path: Path) -> None:
     """A folder setting must not name a file, nor a path under one: the folder could not be made
     there (found at start, not when a model first writes into it)."""
     for existing in (path, *path.parents):
         if existing.exists():
             if not existing.is_dir():
                 where = "is a file" if existing == path else f"lies under the file {existing}"
-                raise ValueError(f"{name} ({ENV_VARS[name]}) names {path}, which {where}: name a folder")
+                raise ValueError(f"{label} names {path}, which {where}: name a folder")
             return
 
 
-def _check_chroma_host(host: str) -> None:
+def _check_chroma_host(label: str, host: str) -> None:
     """A Chroma server's host is a name or an address alone: chromadb's `HttpClient` takes a URL's
     port from the URL (80 or 443 when it has none), not from `chroma_port`, and misreads a
     `host:port`."""
     if "/" in host or ":" in host.rpartition("]")[2]:  # an IPv6 address is written in brackets
-        raise ValueError(f"chroma_host ({ENV_VARS['chroma_host']}) must be a host name or address alone, "
+        raise ValueError(f"{label} must be a host name or address alone, "
                          f"not {host!r}: e.g. localhost or [::1], with the port in {ENV_VARS['chroma_port']}")
 
 
-def _check_collection_name(name: str) -> None:
+def _check_collection_name(label: str, name: str) -> None:
     """Refuse a collection name Chroma would refuse, before the store opens or any model loads
     (chromadb's Python `check_index_name` keeps an older rule than its Rust core enforces)."""
     if COLLECTION_NAME_PATTERN.fullmatch(name) and ".." not in name and not _is_ipv4_address(name):
         return
-    raise ValueError(f"collection ({ENV_VARS['collection']}) must be 3 to 512 characters from a-z, A-Z, 0-9, "
+    raise ValueError(f"{label} must be 3 to 512 characters from a-z, A-Z, 0-9, "
                      "'.', '_' and '-', start and end with a letter or digit, hold no '..' and not be an IPv4 "
                      f"address, not {name!r}")
 

@@ -237,13 +237,13 @@ def test_a_collection_name_chroma_refuses_is_a_clear_error_before_any_model_load
                         lambda *args: pytest.fail("the embedding model was loaded"))
     (tmp_path / "a.md").write_text("# A\n\nSync is on.")
     store = tmp_path / "chroma"
-    rule = ("askbetter: error: collection (ASKBETTER_COLLECTION) must be 3 to 512 characters from a-z, A-Z, 0-9, "
-            "'.', '_' and '-', start and end with a letter or digit, hold no '..' and not be an IPv4 address, not 't1'\n")
+    rule = ("must be 3 to 512 characters from a-z, A-Z, 0-9, '.', '_' and '-', start and end with a letter or "
+            "digit, hold no '..' and not be an IPv4 address, not 't1'\n")
     assert cli.main(["ingest", str(tmp_path), "--chroma-path", str(store), "--collection", "t1"]) == 1
-    assert capsys.readouterr().err == rule
+    assert capsys.readouterr().err == "askbetter: error: --collection " + rule
     monkeypatch.setenv("ASKBETTER_COLLECTION", "t1")
     assert cli.main(["ingest", str(tmp_path), "--chroma-path", str(store)]) == 1
-    assert capsys.readouterr().err == rule
+    assert capsys.readouterr().err == "askbetter: error: collection (ASKBETTER_COLLECTION) " + rule
     assert not store.exists()
 
 
@@ -304,11 +304,20 @@ def test_ingest_into_a_server_that_stops_mid_run_keeps_what_it_stored(chroma_ser
 
 
 @pytest.mark.parametrize("top_k", ["21", "100000"])
-def test_top_k_out_of_range_is_a_clear_error(capsys, top_k):
+def test_top_k_out_of_range_is_a_clear_error_naming_the_option_or_the_variable(monkeypatch, capsys, top_k):
     assert cli.main(["ask", "q", "--top-k", top_k]) == 1
+    assert capsys.readouterr().err == f"askbetter: error: --top-k must be between 1 and 20, not {top_k}\n"
+    monkeypatch.setenv("ASKBETTER_TOP_K", top_k)
+    assert cli.main(["ask", "q"]) == 1
     assert capsys.readouterr().err == (
         f"askbetter: error: top_k (ASKBETTER_TOP_K) must be between 1 and 20, not {top_k}\n"
     )
+
+
+def test_an_option_out_of_range_is_named_though_its_variable_is_set_too(monkeypatch, capsys):
+    monkeypatch.setenv("ASKBETTER_THRESHOLD", "0.5")
+    assert cli.main(["chat", "--threshold", "2"]) == 1
+    assert capsys.readouterr().err == "askbetter: error: --threshold must lie in [0, 1], not 2.0\n"
 
 
 def test_a_reader_that_stops_reading_stdout_ends_the_command_without_a_traceback(monkeypatch, capsys):

@@ -81,6 +81,16 @@ def test_a_chroma_host_name_or_address_is_accepted(host: str) -> None:
     assert Settings.from_env({"ASKBETTER_CHROMA_HOST": host}).chroma_host == host
 
 
+def test_an_override_is_named_as_given_and_the_environment_by_its_variable() -> None:
+    environ = {"ASKBETTER_TOP_K": "0", "ASKBETTER_MAX_ROUNDS": "-1"}
+    with pytest.raises(ValueError, match=r"^top_k must be between 1 and 20, not 0$"):
+        Settings.from_env({}, top_k=0)
+    with pytest.raises(ValueError, match=r"^--max-rounds must be 0 or more, not -2$"):
+        Settings.from_env(environ, option_label=lambda name: "--max-rounds", top_k=3, max_rounds=-2)
+    with pytest.raises(ValueError, match=r"^max_rounds \(ASKBETTER_MAX_ROUNDS\) must be 0 or more, not -1$"):
+        Settings.from_env(environ, option_label=lambda name: "--top-k", top_k=3)
+
+
 COLLECTION_RULE = ("collection (ASKBETTER_COLLECTION) must be 3 to 512 characters from a-z, A-Z, 0-9, '.', '_' and "
                    "'-', start and end with a letter or digit, hold no '..' and not be an IPv4 address, not ")
 

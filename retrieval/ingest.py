@@ -3,9 +3,9 @@
 Chunk ids come from the file (its absolute path, stored as the chunk's `file` metadata) and the
 chunk's text (see `chunk_id`), and a batch stores only the ids the collection lacks. So
 re-ingesting the same files adds nothing and re-embeds nothing, and an interrupted ingestion is
-resumed by running it again. Once every batch is stored, the chunks stored earlier for each file
-read in this run that its current version no longer has are deleted (LangChain's "incremental"
-cleanup): an edited file keeps only its new text. A file that cannot be read, or only in part (a
+resumed by running it again. Once a file's chunks are all stored, the chunks stored earlier for
+it that its current version no longer has are deleted (LangChain's "incremental" cleanup): an
+edited file keeps only its new text. A file that cannot be read, or only in part (a
 JSON-lines file with a broken line), or is not named in this run, keeps what it had.
 """
 
@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tqdm.auto import tqdm
 
@@ -70,53 +70,102 @@ def ingest(
     """Ingest files and folders (recursively: .txt, .md, .pdf, .jsonl) into `collection`.
 
     `paths` is one path or several. Unusable files and JSON lines are skipped and listed in the
-    report; the rest is ingested. Folders with no file to ingest raise `RetrievalError`.
+    report; the rest is ingested. Folders with no file to ingest raise `RetrievalError`. Chunks are
+    stored `batch_size` at a time as the files are read, so memory holds one file's chunks and one
+    batch, whatever the corpus's size; the progress bar counts the files' bytes.
     """
     files = find_files(paths)
     report = IngestReport(files_seen=len(files))
-    by_file, partly_read = _read(files, chunk_size, chunk_overlap, report, progress)
-    chunks = {key: chunk for file_chunks in by_file.values() for key, chunk in file_chunks.items()}
-    ids = list(chunks)
-    with tqdm(total=len(ids), desc="embed and store", unit="chunk", disable=not progress) as bar:
-        for start in range(0, len(ids), batch_size):
-            batch = ids[start : start + batch_size]
-            added = _store_new(collection, batch, chunks)
-            report.chunks_added += added
-            report.chunks_present += len(batch) - added
-            bar.update(len(batch))
-    for file, current in by_file.items():
-        if file not in partly_read:  # a broken line's chunks stay until the line is fixed
-            report.chunks_removed += _remove_stale(collection, file, set(current))
+    sizes = [_size(path) for path in files]
+    with tqdm(total=sum(sizes), desc="ingest", unit="B", unit_scale=True, unit_divisor=1024,
+              disable=not progress) as bar:
+        batches = _Batches(collection, batch_size, report, bar)
+        for path, size in zip(files, sizes):
+            read = _read(path, chunk_size, chunk_overlap, report)
+            if read is None:
+                bar.update(size)
+            else:
+                batches.add(read, size)
+        batches.flush()
     return report
 
 
-def _read(
-    files: list[Path], chunk_size: int, chunk_overlap: int, report: IngestReport, progress: bool
-) -> tuple[dict[str, dict[str, tuple[str, Metadata]]], set[str]]:
-    """Each readable file's absolute path -> its chunks, chunk id -> (text, metadata), and the
-    paths of the files read in part (JSON lines skipped); skips and repeats go to `report`."""
-    by_file: dict[str, dict[str, tuple[str, Metadata]]] = {}
-    partly_read: set[str] = set()
-    for path in tqdm(files, desc="read", unit="file", disable=not progress):
-        try:
-            loaded = load_file(path)
-        except SkipFile as exc:
-            report.skipped.append((str(path), str(exc)))
-            continue
-        report.skipped.extend(loaded.skipped)
-        file = str(path.resolve())
-        if loaded.broken:
-            partly_read.add(file)
-        chunks = by_file.setdefault(file, {})
-        for document in loaded.documents:
-            for index, text in enumerate(chunk_text(document.text, chunk_size, chunk_overlap)):
-                key = chunk_id(file, text)
-                if key in chunks:  # the same text twice in this file: stored once
-                    report.chunks_present += 1
-                else:
-                    chunks[key] = (text, _metadata(document, index, file))
-        report.files_ingested += 1
-    return by_file, partly_read
+class _FileChunks(NamedTuple):
+    file: str  # the file's absolute path
+    chunks: dict[str, tuple[str, Metadata]]  # chunk id -> (text, metadata)
+    partly_read: bool  # JSON lines were skipped: its stale chunks are kept
+
+
+class _Batches:
+    """Chunks waiting to be stored, `batch_size` at a time, and the files whose last chunk waits
+    with them: once it is stored, the file's stale chunks are removed (`_remove_stale`)."""
+
+    def __init__(self, collection: "Collection", batch_size: int, report: IngestReport, bar: tqdm) -> None:
+        self.collection = collection
+        self.batch_size = batch_size
+        self.report = report
+        self.bar = bar
+        self.chunks: dict[str, tuple[str, Metadata]] = {}
+        self.done_bytes = 0  # the progress the waiting chunks stand for
+        self.files: list[tuple[str, set[str]]] = []  # (file, its current chunk ids) to clean up
+
+    def add(self, read: _FileChunks, size: int) -> None:
+        """Queue a file's chunks (storing each full batch), each standing for its share of `size`."""
+        count = len(read.chunks)
+        for index, (key, chunk) in enumerate(read.chunks.items()):
+            self.chunks[key] = chunk
+            self.done_bytes += size * (index + 1) // count - size * index // count
+            if len(self.chunks) >= self.batch_size:
+                self.flush()
+        if not count:
+            self.done_bytes += size
+        if not read.partly_read:  # a broken line's chunks stay until the line is fixed
+            self.files.append((read.file, set(read.chunks)))
+        if not self.chunks:  # its last chunk is stored already
+            self.flush()
+
+    def flush(self) -> None:
+        """Store the waiting chunks the collection lacks, then clean up the files they completed."""
+        if self.chunks:
+            added = _store_new(self.collection, list(self.chunks), self.chunks)
+            self.report.chunks_added += added
+            self.report.chunks_present += len(self.chunks) - added
+            self.chunks = {}
+        self.bar.update(self.done_bytes)
+        self.done_bytes = 0
+        for file, current in self.files:
+            self.report.chunks_removed += _remove_stale(self.collection, file, current)
+        self.files = []
+
+
+def _size(path: Path) -> int:
+    """The file's size in bytes, its weight in the progress bar (0 when it cannot be read: it is
+    reported as skipped)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read(path: Path, chunk_size: int, chunk_overlap: int, report: IngestReport) -> _FileChunks | None:
+    """The file's chunks, or None when it cannot be used; skips and repeats go to `report`."""
+    try:
+        loaded = load_file(path)
+    except SkipFile as exc:
+        report.skipped.append((str(path), str(exc)))
+        return None
+    report.skipped.extend(loaded.skipped)
+    file = str(path.resolve())
+    chunks: dict[str, tuple[str, Metadata]] = {}
+    for document in loaded.documents:
+        for index, text in enumerate(chunk_text(document.text, chunk_size, chunk_overlap)):
+            key = chunk_id(file, text)
+            if key in chunks:  # the same text twice in this file: stored once
+                report.chunks_present += 1
+            else:
+                chunks[key] = (text, _metadata(document, index, file))
+    report.files_ingested += 1
+    return _FileChunks(file, chunks, loaded.broken)
 
 
 def _metadata(document: SourceDocument, index: int, file: str) -> Metadata:

@@ -1,5 +1,6 @@
 """Ingestion and search over an in-memory Chroma with a tiny hashing embedding function."""
 
+import importlib
 import json
 import os
 import re
@@ -19,6 +20,9 @@ from askbetter.retrieval import (
 from askbetter.retrieval.ingest import find_files
 from askbetter.settings import Settings
 from hash_embedding import FailingEmbedding, HashEmbedding
+
+# the module (`askbetter.retrieval.ingest` is the function, re-exported by the package)
+ingest_module = importlib.import_module("askbetter.retrieval.ingest")
 
 
 @pytest.fixture
@@ -323,3 +327,27 @@ def test_a_broken_jsonl_line_keeps_what_was_stored_for_its_file(settings, client
     fixed = ingest(path, collection, progress=False)  # read whole again: its old chunks go
     assert (fixed.chunks_added, fixed.chunks_removed) == (1, 2)
     assert sorted(collection.get()["documents"]) == ["Badges are issued at the desk.", "Parking is in garage C."]
+
+
+def test_chunks_are_stored_as_the_files_are_read_not_after_the_last(settings, client, tmp_path, monkeypatch, capsys):
+    """Memory holds one file's chunks and one batch, not the corpus's chunks."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(4):
+        (folder / f"{number}.txt").write_text(" ".join(f"File {number} sentence {i}." for i in range(40)))
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    stored_at_read = []
+    load_file = ingest_module.load_file
+
+    def counting_load(path):
+        stored_at_read.append(collection.count())
+        return load_file(path)
+
+    monkeypatch.setattr(ingest_module, "load_file", counting_load)
+    report = ingest(folder, collection, chunk_size=100, chunk_overlap=0, batch_size=4)
+    assert report.chunks_added == collection.count() > 16
+    assert stored_at_read[0] == 0 and all(a < b for a, b in zip(stored_at_read, stored_at_read[1:]))
+    assert stored_at_read[-1] >= 3 * report.chunks_added // 4 - 4  # at most one batch waits
+    bar = capsys.readouterr().err.split("\r")[-1]
+    size = sum(path.stat().st_size for path in folder.iterdir())
+    assert bar.startswith("ingest: 100%") and f"{size / 1024:.2f}k/{size / 1024:.2f}k" in bar

@@ -417,7 +417,7 @@ def test_ingest_and_errors_print_control_characters_in_file_names_as_escapes(tmp
     (tmp_path / "b\x1b[2J.txt").write_bytes("Caf\xe9".encode("latin-1"))
     store = ["--chroma-path", str(tmp_path / "chroma")]
     assert cli.main(["ingest", str(tmp_path / "a.md"), str(tmp_path / "b\x1b[2J.txt"), *store]) == 0
-    assert f"skipped {tmp_path}/b\\x1b[2J.txt: not UTF-8 text" in capsys.readouterr().out
+    assert f"skipped {tmp_path}/b\\x1b[2J.txt: line 1: not UTF-8 text" in capsys.readouterr().out
     assert cli.main(["ingest", str(tmp_path / "c\x1b[2J.md"), *store]) == 1
     assert capsys.readouterr().err == f"askbetter: error: {tmp_path}/c\\x1b[2J.md does not exist\n"
 

@@ -52,18 +52,18 @@ def add_train(subparsers: Any) -> None:
         "train", help="LoRA-train the clarifier (resumes from OUT_DIR/checkpoint)",
         description="Every option is a field of askbetter.clarifier.train.TrainConfig.")
     for f in dataclasses.fields(TrainConfig):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        default, text = f.default, f.metadata["help"]
         flag = "--" + f.name.replace("_", "-")
         if isinstance(default, tuple):
             parser.add_argument(flag, nargs="+", action=_StoreTuple, default=default,
-                                help=f"default: {' '.join(default) or 'none'}")
+                                help=f"{text} (default: {' '.join(default) or 'none'})")
         elif isinstance(default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
-                                help=f"default: {default}")
-        elif f.name == "base_model":
-            parser.add_argument(flag, default=None, help="default: ASKBETTER_BASE_MODEL (the bundled SmolLM2)")
+                                help=f"{text} (default: {'on' if default else 'off'})")
+        elif default is None or default == "":
+            parser.add_argument(flag, default=default, help=text)
         else:
-            parser.add_argument(flag, type=type(default), default=default, help=f"default: {default}")
+            parser.add_argument(flag, type=type(default), default=default, help=f"{text} (default: {default})")
     parser.set_defaults(handler=cmd_train)
 
 

@@ -20,6 +20,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import torch
 from tqdm import tqdm
@@ -82,55 +83,60 @@ _RANGES: dict[str, _Range] = {
 }
 
 
+def _option(default: object, help: str) -> Any:
+    """A TrainConfig field: its default and its `askbetter train --help` text (the field's doc)."""
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass
 class TrainConfig:
-    data_dir: Path = Path("data")  # holds train.jsonl and dev.jsonl from `askbetter data build`
-    out_dir: Path = Path("runs/clarifier")
-    base_model: str | None = None  # None: settings.base_model
-    # sources ("ambignq") or sources and settings ("ambignq:pre") left out of train.jsonl, before
-    # the sample and as contrast partners (data_build.leave_out)
-    exclude: tuple[str, ...] = ()
-    max_examples: int = 3000  # stratified sample of train.jsonl (0: all)
-    # each (source, setting, label, has a history) stratum's share of the sample grows with its
-    # size to this power: 1 proportional, 0.5 more of the small strata, 0 equal (see
-    # data_build.balanced_sample)
-    stratum_power: float = 1.0
-    # split each label's strata by kind (clear apart from hard-negative)
-    stratum_by_kind: bool = False
-    # add each sampled example's contrast group (same question, other label; see contrast.py)
-    # from train.jsonl and batch the group together
-    contrast_pairs: bool = False
-    # with contrast_pairs: weight of a hinge term per contrast unit in a batch, asking each clear
-    # member's log P(CLEAR) at the first answer position to exceed each clarify member's by
-    # `PAIR_MARGIN` (so that a pair teaches what tells its members apart, not a shift of both)
-    pair_margin_weight: float = 0.0
-    # this share of the units (a contrast unit as one) gets a greeting exchange before each
-    # conversation (smalltalk.TRAIN_OPENINGS; a label-preserving change, chosen by the seed)
-    smalltalk_share: float = 0.0
-    dev_examples: int = 400  # dev examples scored to pick the threshold (0: none, 0.5 until calibrated)
-    max_input_tokens: int = 320  # prompt content budget (conversation + passages)
-    # "tuned", or "tuned-question-last": after the passages, the judged turn once more (prompt.py)
-    prompt_style: str = "tuned"
-    max_target_tokens: int = 48
-    epochs: int = 1
-    batch_tokens: int = 2048  # padded tokens per batch (length bucketing)
-    max_batch_size: int = 16
-    lr: float = 3e-4
-    warmup_share: float = 0.05
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    target_modules: tuple[str, ...] = (
-        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    first_token_weight: float = 3.0
-    checkpoint_every: int = 20  # steps
-    seed: int = 13
-    threads: int = 0  # 0: torch's default
-    device: str = "cpu"
-    max_steps: int = 0  # 0: no limit (for smoke tests)
-    # continue training this adapter ("bundled", or a PEFT folder) instead of a fresh LoRA; its
-    # own LoRA shape (r, alpha, target modules) is kept and the lora_* fields are ignored
-    init_adapter: str = ""
+    """One training run's options; each field is an `askbetter train` option of the same name."""
+
+    data_dir: Path = _option(Path("data"), "the folder holding train.jsonl and dev.jsonl (askbetter data build)")
+    out_dir: Path = _option(Path("runs/clarifier"), "the run's folder: checkpoint, log, adapter")
+    base_model: str | None = _option(None, "a Hugging Face id or folder (default: ASKBETTER_BASE_MODEL, "
+                                           "the bundled SmolLM2)")
+    exclude: tuple[str, ...] = _option((), "sources (ambignq) or sources and settings (ambignq:pre) left out "
+                                           "of train.jsonl, before the sample and as contrast partners")
+    max_examples: int = _option(3000, "the size of the stratified sample of train.jsonl (0: all)")
+    stratum_power: float = _option(1.0, "each (source, setting, label, has a history) stratum's share of "
+                                        "the sample grows with its size to this power: 1 proportional, "
+                                        "0.5 more of the small strata, 0 equal")
+    stratum_by_kind: bool = _option(False, "split each label's strata by kind (clear apart from hard-negative)")
+    contrast_pairs: bool = _option(False, "add each sampled example's contrast group (same question, other "
+                                          "label) from train.jsonl and batch the group together")
+    pair_margin_weight: float = _option(0.0, "with --contrast-pairs: the weight of a hinge term asking each "
+                                             "clear member's log P(CLEAR) at the first answer position to "
+                                             "exceed each clarify member's by a margin")
+    smalltalk_share: float = _option(0.0, "this share of the units gets a greeting exchange before the "
+                                          "conversation (a label-preserving change, chosen by the seed)")
+    dev_examples: int = _option(400, "dev examples scored at the end to pick the threshold (0: none; the "
+                                     "threshold stays 0.5 until askbetter calibrate)")
+    max_input_tokens: int = _option(320, "the prompt's content budget in tokens (conversation and passages)")
+    prompt_style: str = _option("tuned", "tuned, or tuned-question-last: the judged turn once more after "
+                                         "the passages")
+    max_target_tokens: int = _option(48, "the longest answer trained on, in tokens (a longer question is cut)")
+    epochs: int = _option(1, "passes over the sample")
+    batch_tokens: int = _option(2048, "padded tokens per batch (batches are bucketed by length)")
+    max_batch_size: int = _option(16, "examples per batch at most")
+    lr: float = _option(3e-4, "the peak learning rate (linear warm-up, then linear decay to 0)")
+    warmup_share: float = _option(0.05, "the share of the steps spent warming up")
+    lora_r: int = _option(16, "the LoRA rank (a fresh LoRA only)")
+    lora_alpha: int = _option(32, "the LoRA alpha (a fresh LoRA only)")
+    lora_dropout: float = _option(0.05, "the LoRA dropout (a fresh LoRA only)")
+    target_modules: tuple[str, ...] = _option(
+        ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+        "the modules the LoRA adapts (a fresh LoRA only)")
+    first_token_weight: float = _option(3.0, "the loss weight of the first answer token (CLEAR or the "
+                                             "question's first), the one the decision score reads")
+    checkpoint_every: int = _option(20, "steps between checkpoints")
+    seed: int = _option(13, "the seed of the train and dev samples, the batch order and a fresh LoRA")
+    threads: int = _option(0, "torch's CPU threads (0: torch's default)")
+    device: str = _option("cpu", "cpu, cuda, cuda:N or mps")
+    max_steps: int = _option(0, "stop after this many steps (0: no limit; for smoke tests)")
+    init_adapter: str = _option("", "continue training this adapter (bundled, or a PEFT folder) instead of "
+                                    "a fresh LoRA, keeping its LoRA shape (the lora_* options and "
+                                    "--target-modules are then ignored); empty: a fresh LoRA")
 
     def __post_init__(self) -> None:
         for f in fields(self):  # an infinite lr or weight trains the adapter to NaN

@@ -1,5 +1,6 @@
 """The model subcommands: `data build`, `train` options, `eval` errors (no model is loaded)."""
 
+import dataclasses
 import json
 from functools import partial
 from pathlib import Path
@@ -35,6 +36,16 @@ def test_every_train_config_field_is_an_option() -> None:
     assert args.max_examples == 12 and args.lr == 0.001 and args.out_dir == Path("/tmp/x")
     assert args.target_modules == ("q_proj", "v_proj")  # the field's type, as TrainConfig takes it
     assert args.epochs == TrainConfig().epochs
+
+
+def test_train_help_describes_every_option_with_its_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for f in dataclasses.fields(TrainConfig):
+        assert f.metadata["help"] and " ".join(f.metadata["help"].split()) in text, f.name
+    assert "passes over the sample (default: 1)" in text
+    assert "(default: off)" in text and "(default: q_proj k_proj" in text
 
 
 def test_train_without_data_says_how_to_build_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

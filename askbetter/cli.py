@@ -253,8 +253,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warnings.showwarning = _show_warning
     logging.basicConfig(level=logging.WARNING, format="askbetter: %(message)s")
-    # PEFT reads transformers' deprecated `is_gradient_checkpointing`: noise a user cannot act on
-    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
     try:
         return args.handler(args)
     except KeyboardInterrupt as exc:

@@ -14,6 +14,9 @@ import json
 import logging
 import shutil
 import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
@@ -259,12 +262,22 @@ def pad_token_id(tokenizer) -> int:
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
 
+@contextmanager
+def peft_quietly() -> Iterator[None]:
+    """Hide the FutureWarning PEFT causes by reading transformers' deprecated
+    `is_gradient_checkpointing` when it wraps a model: noise a user cannot act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+        yield
+
+
 @lru_cache(maxsize=4)
 def _load(base: str, cache_dir: str, adapter: Path | None, dtype: str, device: str) -> LoadedModel:
     model, tokenizer = load_base(base, Path(cache_dir), dtype, device)
     if adapter is not None:
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, str(adapter))
+        with peft_quietly():
+            model = PeftModel.from_pretrained(model, str(adapter))
     model.eval()
     return LoadedModel(model=model, tokenizer=tokenizer, adapter=adapter)

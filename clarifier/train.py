@@ -521,6 +521,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         base_model_name,
         load_base,
         pad_token_id,
+        peft_quietly,
         resolve_adapter,
         resolve_dtype,
     )
@@ -575,7 +576,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
         target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
     lora.inference_mode = False  # a saved adapter's config says True
-    model = get_peft_model(model, lora)
+    with peft_quietly():
+        model = get_peft_model(model, lora)
     model.peft_config["default"].base_model_name_or_path = base_model_name(base)
     weights = ckpt if resuming else init
     if weights:

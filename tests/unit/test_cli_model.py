@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import warnings
 from functools import partial
 from pathlib import Path
 
@@ -339,6 +340,19 @@ def test_a_run_s_adapter_and_checkpoint_have_a_card_naming_the_base_model_and_th
         assert (f"\n    askbetter train --data-dir {data} --out-dir {run} --dev-examples 0 --lr 0.001 "
                 "--target-modules q_proj --max-steps 1\n") in card
         assert "step 1 of 1" in card and "Model Card for Model ID" not in card
+
+
+def test_loading_an_adapter_raises_no_peft_deprecation_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PEFT reads transformers' deprecated `is_gradient_checkpointing` when it wraps a model: a
+    FutureWarning on every load through the Python API (only the CLI hid it)."""
+    import askbetter.clarifier.assets as assets
+
+    run = tmp_path / "run"
+    assert train_tiny(one_example_data(tmp_path), run, monkeypatch, "--dev-examples", "0") == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        loaded = assets._load.__wrapped__("tiny", str(tmp_path), run / "adapter", "float32", "cpu")
+    assert loaded.adapter == run / "adapter"
 
 
 def test_train_says_once_where_it_wrote_the_adapter(

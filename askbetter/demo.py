@@ -12,9 +12,12 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from askbetter.settings import AskMode, Settings
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 
 @dataclass(frozen=True)
@@ -77,12 +80,12 @@ def run_demo(settings: Settings | None = None, out: TextIO = sys.stdout) -> int:
 def _run_scripted_turn(graph: Any, turn: ScriptedTurn, number: int, settings: Settings, say: Any, out: TextIO) -> None:
     from langgraph.types import Command
 
-    from askbetter.graph.context import default_context
+    from askbetter.graph.context import Context, default_context
     from askbetter.graph.trace import TurnPrinter, run_turn
 
     # one question at most per turn, so the scripted reply always ends the turn
-    context = {**default_context(settings), "ask_mode": turn.ask_mode, "max_rounds": 1}
-    config = {"configurable": {"thread_id": f"demo-{number}"}}
+    context: Context = {**default_context(settings), "ask_mode": turn.ask_mode, "max_rounds": 1}
+    config: RunnableConfig = {"configurable": {"thread_id": f"demo-{number}"}}
     printer = TurnPrinter(out)
     label = "ambiguous" if turn.ambiguous else "clear"
     say(f"\n== Turn {number} ({label} query, {turn.ask_mode} mode)\nuser: {turn.text}")
@@ -98,7 +101,7 @@ def _run_scripted_turn(graph: Any, turn: ScriptedTurn, number: int, settings: Se
         say("   (This query is clear in the corpus, so this question is a false positive of the "
             "clarifier; the scripted user answers it anyway.)")
     say(f"user: {turn.reply}")
-    payload = Command(resume=turn.reply) if result.interrupt is not None else {"messages": [("user", turn.reply)]}
+    payload: Command | dict[str, Any] = Command(resume=turn.reply) if result.interrupt is not None else {"messages": [("user", turn.reply)]}
     result = run_turn(graph, payload, config, context, on_step=printer.step, on_token=printer.token)
     printer.outcome(result)
 

@@ -49,7 +49,7 @@ def create_clarifying_rag(
     answer_model: ChatModel | None = None,
     rewriter: Rewriter | None = None,
     settings: Settings | None = None,
-) -> StateGraph:
+) -> StateGraph[RagState, Context, InputState, RagState]:
     """Build the graph. Every component is optional; defaults come from `settings`
     (`Settings.from_env()` if None) and are built on first use, not here:
 

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from langgraph.graph import END
 
 from askbetter.graph.context import Context
 
-REWRITE = "rewrite"
-PRE_CHECK = "pre_check"
-RETRIEVE = "retrieve"
-POST_CHECK = "post_check"
-ASK_USER = "ask_user"
-AWAIT_REPLY = "await_reply"
-ANSWER = "answer"
+REWRITE: Final = "rewrite"
+PRE_CHECK: Final = "pre_check"
+RETRIEVE: Final = "retrieve"
+POST_CHECK: Final = "post_check"
+ASK_USER: Final = "ask_user"
+AWAIT_REPLY: Final = "await_reply"
+ANSWER: Final = "answer"
 
 
 def normalize_question(question: str) -> str:
@@ -44,7 +44,9 @@ def ask_blocker(state: Mapping[str, Any], decision: Mapping[str, Any], max_round
 
 
 def should_ask(state: Mapping[str, Any], decision: Mapping[str, Any] | None, max_rounds: int) -> bool:
-    return bool(decision and decision["needs_clarification"]) and ask_blocker(state, decision, max_rounds) is None
+    if not decision or not decision["needs_clarification"]:
+        return False
+    return ask_blocker(state, decision, max_rounds) is None
 
 
 def after_rewrite(state: Mapping[str, Any], ctx: Context) -> Literal["pre_check", "retrieve", "answer"]:

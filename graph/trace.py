@@ -8,11 +8,12 @@ for the answer's tokens) and returns what the turn ended with: a question or an 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
 from askbetter.graph.context import Context
@@ -65,9 +66,9 @@ class TurnResult:
 
 
 def run_turn(
-    graph: Pregel,
+    graph: Pregel[Any, Context, Any, Any],
     payload: Any,
-    config: Mapping[str, Any],
+    config: RunnableConfig,
     context: Context,
     *,
     on_step: Callable[[Step], None] | None = None,
@@ -79,7 +80,9 @@ def run_turn(
     the answer model's tokens (not the Sources list's chunk: the result's answer has it)."""
     result = TurnResult()
     view = dict(graph.get_state(config).values)  # the state the next step's routing sees
-    for mode, chunk in graph.stream(payload, config, context=context, stream_mode=["updates", "messages"]):
+    # (mode, chunk) pairs, as a list of stream modes gives; LangGraph's annotation says each is a dict
+    parts: Iterator[Any] = graph.stream(payload, config, context=context, stream_mode=["updates", "messages"])
+    for mode, chunk in parts:
         if mode == "messages":
             message, meta = chunk
             model_token = meta.get("langgraph_node") == ANSWER and SOURCES_TAG not in meta.get("tags", ())

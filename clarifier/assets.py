@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeGuard
 
 import torch
 from filelock import FileLock
@@ -35,6 +36,10 @@ from askbetter.settings import (
     check_dtype,
     names_a_path,
 )
+
+if TYPE_CHECKING:
+    from peft import PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +69,8 @@ class LoadedModel:
     The clarifier (adapter on) and the local chat model (adapter off) share one copy; `lock`
     serialises their use so that switching the adapter off never overlaps a clarifier call."""
 
-    model: torch.nn.Module
-    tokenizer: object
+    model: PreTrainedModel | PeftModel
+    tokenizer: PreTrainedTokenizerBase
     adapter: Path | None = None
     lock: threading.RLock = field(default_factory=threading.RLock, compare=False, repr=False)
 
@@ -212,7 +217,7 @@ def read_clarifier_config(path: Path) -> dict:
     return config
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -242,7 +247,7 @@ def load_model(settings: Settings | None = None, adapter: str | None = None) -> 
                  settings.dtype, settings.device)
 
 
-def load_base(base: str, cache_dir: Path, dtype: str, device: str) -> tuple[torch.nn.Module, object]:
+def load_base(base: str, cache_dir: Path, dtype: str, device: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """The base causal LM and its tokenizer, uncached: what training starts from."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -273,6 +278,7 @@ def peft_quietly() -> Iterator[None]:
 
 @lru_cache(maxsize=4)
 def _load(base: str, cache_dir: str, adapter: Path | None, dtype: str, device: str) -> LoadedModel:
+    model: PreTrainedModel | PeftModel
     model, tokenizer = load_base(base, Path(cache_dir), dtype, device)
     if adapter is not None:
         from peft import PeftModel

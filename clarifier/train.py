@@ -566,9 +566,9 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     check_adapter_kept(cfg, adapter_config(cfg.out_dir / "adapter"), saved)
 
     base = cfg.base_model or settings.base_model
-    model, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)
+    lm, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)
     if not init:  # a continued adapter brings its own target modules
-        check_target_modules(model, cfg.target_modules, base_model_name(base))
+        check_target_modules(lm, cfg.target_modules, base_model_name(base))
     use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
     # the LoRA shape comes from the continued adapter, else from cfg; the weights from the
     # checkpoint when resuming, else from the continued adapter, else a fresh LoRA
@@ -577,7 +577,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
     lora.inference_mode = False  # a saved adapter's config says True
     with peft_quietly():
-        model = get_peft_model(model, lora)
+        model = get_peft_model(lm, lora)
     model.peft_config["default"].base_model_name_or_path = base_model_name(base)
     weights = ckpt if resuming else init
     if weights:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,7 @@ def check_output_folders(**paths: Path) -> None:
     _check_outputs(paths, folders=True)
 
 
-def _check_outputs(paths: dict[str, Path | None], folders: bool) -> None:
+def _check_outputs(paths: Mapping[str, Path | None], folders: bool) -> None:
     """What `check_output_files` (`folders` False) and `check_output_folders` check. Writing
     needs permission on the path when it exists, else on the nearest folder above it; writing
     into a folder needs permission to enter it (search) too."""

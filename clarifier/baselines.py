@@ -31,6 +31,7 @@ from askbetter.clarifier.evaluate import (
 )
 from askbetter.clarifier.examples import Example
 from askbetter.clarifier.metrics import Encoder, not_finite_message
+from askbetter.clarifier.prompt import PromptStyle
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
 from askbetter.settings import Settings
 from askbetter.text import write_lines
@@ -153,7 +154,7 @@ def run_baselines(
     settings = resolve_settings(settings, base_model)
     adapter = adapter or settings.adapter
 
-    def local(adapter: str, prompt_style: str | None) -> Callable[[], Clarifier]:
+    def local(adapter: str, prompt_style: PromptStyle | None) -> Callable[[], Clarifier]:
         return lambda: local_clarifier(settings, adapter=adapter, prompt_style=prompt_style)
 
     systems: dict[str, Clarifier | Callable[[], Clarifier]] = {

@@ -410,7 +410,7 @@ def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: floa
         strata: dict[Stratum, list[Example]] = defaultdict(list)
         for ex in examples:
             label_or_kind = ex["kind"] if by_kind else needs_clarification(ex)
-            key = (ex["source"], ex["setting"], label_or_kind, len(ex["messages"]) > 1)
+            key: Stratum = (ex["source"], ex["setting"], label_or_kind, len(ex["messages"]) > 1)
             strata[key].append(ex)
         quotas = _quotas({k: len(v) for k, v in strata.items()}, n, power)
         chosen = []

@@ -40,6 +40,7 @@ from tqdm import tqdm
 
 from askbetter.clarifier import metrics
 from askbetter.clarifier.examples import Example, check_documents, needs_clarification, read_examples
+from askbetter.clarifier.prompt import PromptStyle
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
 from askbetter.settings import BUNDLED_EMBEDDING_MODEL, Settings
 from askbetter.text import write_lines
@@ -217,7 +218,7 @@ def run_eval(
     base_model: str | None,
     limit: int | None,
     json_out: Path | None,
-    prompt_style: str | None = None,
+    prompt_style: PromptStyle | None = None,
     settings: Settings | None = None,
     predictions_out: Path | None = None,
     generate_questions: bool = True,
@@ -247,7 +248,7 @@ def resolve_settings(settings: Settings | None, base_model: str | None) -> Setti
     return dataclasses.replace(settings, base_model=base_model) if base_model else settings
 
 
-def local_clarifier(settings: Settings, *, adapter: str, prompt_style: str | None) -> Clarifier:
+def local_clarifier(settings: Settings, *, adapter: str, prompt_style: PromptStyle | None) -> Clarifier:
     """The local model clarifier (imported here: loading it pulls in torch)."""
     from askbetter.clarifier.local import LocalClarifier
 

@@ -44,7 +44,7 @@ MAX_QUESTION_WORDS = 40
 class Encoder(Protocol):
     """Anything that embeds sentences, such as a `sentence_transformers.SentenceTransformer`."""
 
-    def encode(self, sentences: list[str]) -> Any: ...
+    def encode(self, sentences: list[str], /) -> Any: ...
 
 
 def classification(

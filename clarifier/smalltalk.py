@@ -12,6 +12,7 @@ from __future__ import annotations
 import zlib
 
 from askbetter.clarifier.examples import Example
+from askbetter.clarifier.types import Message
 
 Opening = tuple[str, str]  # (user turn, assistant turn)
 
@@ -43,5 +44,5 @@ def pick(key: str, openings: tuple[Opening, ...]) -> Opening:
 def with_opening(example: Example, opening: Opening) -> Example:
     """A copy of the example with the greeting exchange before its conversation."""
     user, assistant = opening
-    greeting = [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-    return {**example, "messages": [*greeting, *example["messages"]]}  # type: ignore[typeddict-item]
+    greeting: list[Message] = [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+    return {**example, "messages": [*greeting, *example["messages"]]}

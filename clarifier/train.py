@@ -33,7 +33,7 @@ from askbetter.clarifier.examples import (
     check_documents,
     read_examples,
 )
-from askbetter.clarifier.prompt import CLEAR, TUNED_STYLES, clear_token_id, prompt_ids
+from askbetter.clarifier.prompt import CLEAR, TUNED_STYLES, PromptStyle, clear_token_id, prompt_ids
 from askbetter.clarifier.smalltalk import TRAIN_OPENINGS, pick, with_opening
 from askbetter.settings import MIN_INPUT_TOKENS, Settings, device_problem
 
@@ -113,8 +113,8 @@ class TrainConfig:
     dev_examples: int = _option(400, "dev examples scored at the end to pick the threshold (0: none; the "
                                      "threshold stays 0.5 until askbetter calibrate)")
     max_input_tokens: int = _option(320, "the prompt's content budget in tokens (conversation and passages)")
-    prompt_style: str = _option("tuned", "tuned, or tuned-question-last: the judged turn once more after "
-                                         "the passages")
+    prompt_style: PromptStyle = _option("tuned", "tuned, or tuned-question-last: the judged turn once more "
+                                                 "after the passages")
     max_target_tokens: int = _option(48, "the longest answer trained on, in tokens (a longer question is cut)")
     epochs: int = _option(1, "passes over the sample")
     batch_tokens: int = _option(2048, "padded tokens per batch (batches are bucketed by length)")
@@ -605,7 +605,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(total * cfg.warmup_share), total)
-    state = {"step": 0, "tokens": 0, "seconds": 0.0, "loss_ema": None}
+    state: dict[str, Any] = {"step": 0, "tokens": 0, "seconds": 0.0, "loss_ema": None}
     if resuming:
         saved = torch.load(ckpt / "trainer_state.pt", weights_only=False)
         check_resumable(saved, digests, ckpt)

@@ -26,10 +26,11 @@ def run_check(
     When it makes it clear, the clarifier's question is dropped (a decision has one only when it asks).
     """
     dialog = to_dialog(messages)
-    decision = clarifier.check(dialog, documents).to_dict()
+    checked = clarifier.check(dialog, documents)
+    decision = checked.to_dict()
     if threshold is None:
         return decision
-    decision["needs_clarification"] = decision["score"] >= threshold
+    decision["needs_clarification"] = checked.score >= threshold
     if not decision["needs_clarification"]:
         decision["question"] = None
     generate = getattr(clarifier, "question", None)

@@ -232,7 +232,7 @@ def _store_new(
             collection.add(
                 ids=new,
                 documents=[chunks[i][0] for i in new],
-                metadatas=[chunks[i][1] for i in new],  # type: ignore[misc]
+                metadatas=[chunks[i][1] for i in new],
             )
     return len(new)
 

@@ -262,7 +262,7 @@ def load_base(base: str, cache_dir: Path, dtype: str, device: str) -> tuple[PreT
     return model.to(device), tokenizer
 
 
-def pad_token_id(tokenizer) -> int:
+def pad_token_id(tokenizer: PreTrainedTokenizerBase) -> int:
     """The tokenizer's padding id, or its end-of-sequence id when it has none."""
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 

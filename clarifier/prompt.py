@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from askbetter.clarifier.types import Document, Message
 from askbetter.clarifier.words import content_words
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 PromptStyle = Literal["tuned", "tuned-question-last", "zero-shot", "few-shot"]
 PROMPT_STYLES: tuple[str, ...] = ("tuned", "tuned-question-last", "zero-shot", "few-shot")
@@ -76,14 +79,14 @@ _QUESTION_SENTENCE_END = re.compile(rf"{_STOP}\s+", re.IGNORECASE)
 _ENDS_A_SENTENCE = re.compile(rf"{_STOP}$", re.IGNORECASE)
 
 
-def cut_middle(tokenizer, ids: list[int], keep: int, marker: str) -> str:
+def cut_middle(tokenizer: PreTrainedTokenizerBase, ids: list[int], keep: int, marker: str) -> str:
     """`ids` decoded with only `keep` of them, the first half (rounded down) and the last, and
     `marker` where the middle was."""
     head = keep // 2
     return tokenizer.decode(ids[:head]) + marker + tokenizer.decode(ids[len(ids) - (keep - head):])
 
 
-def _cut(tokenizer, text: str, max_tokens: int,
+def _cut(tokenizer: PreTrainedTokenizerBase, text: str, max_tokens: int,
          keep: Literal["head", "tail", "ends"] = "head") -> str:
     ids = tokenizer(text, add_special_tokens=False).input_ids
     if len(ids) <= max_tokens:
@@ -98,7 +101,7 @@ def _cut(tokenizer, text: str, max_tokens: int,
     return body + marker if keep == "head" else marker + body
 
 
-def excerpt(tokenizer, text: str, max_tokens: int, focus: dict[str, int]) -> str:
+def excerpt(tokenizer: PreTrainedTokenizerBase, text: str, max_tokens: int, focus: dict[str, int]) -> str:
     """`text` on one line, cut to `max_tokens`: of the cuts that start at a sentence (or line) and
     run on until the budget ends, the one whose distinct words carry the most `focus` weight; the
     earliest on a tie, so a passage that shares no focus word keeps its head. Cuts are marked
@@ -137,7 +140,7 @@ def focus_weights(messages: list[Message]) -> dict[str, int]:
     return focus
 
 
-def _n_tokens(tokenizer, text: str) -> int:
+def _n_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> int:
     return len(tokenizer(text, add_special_tokens=False).input_ids)
 
 
@@ -149,7 +152,7 @@ def _line(message: Message) -> str:
 def render_user_content(
     messages: list[Message],
     documents: list[Document] | None,
-    tokenizer,
+    tokenizer: PreTrainedTokenizerBase,
     max_tokens: int,
     question_last: bool = False,
 ) -> str:
@@ -212,7 +215,7 @@ def render_user_content(
 def build_chat(
     messages: list[Message],
     documents: list[Document] | None,
-    tokenizer,
+    tokenizer: PreTrainedTokenizerBase,
     max_tokens: int = 1024,
     style: PromptStyle = "tuned",
 ) -> list[dict[str, str]]:
@@ -233,7 +236,7 @@ def build_chat(
 def prompt_ids(
     messages: list[Message],
     documents: list[Document] | None,
-    tokenizer,
+    tokenizer: PreTrainedTokenizerBase,
     max_tokens: int = 1024,
     style: PromptStyle = "tuned",
 ) -> list[int]:
@@ -245,7 +248,7 @@ def prompt_ids(
     return list(ids)
 
 
-def clear_token_id(tokenizer) -> int:
+def clear_token_id(tokenizer: PreTrainedTokenizerBase) -> int:
     """The first token of `CLEAR` as it starts an answer."""
     return tokenizer(CLEAR, add_special_tokens=False).input_ids[0]
 

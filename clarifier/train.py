@@ -20,7 +20,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tqdm import tqdm
@@ -36,6 +36,11 @@ from askbetter.clarifier.examples import (
 from askbetter.clarifier.prompt import CLEAR, TUNED_STYLES, PromptStyle, clear_token_id, prompt_ids
 from askbetter.clarifier.smalltalk import TRAIN_OPENINGS, pick, with_opening
 from askbetter.settings import MIN_INPUT_TOKENS, Settings, device_problem
+
+if TYPE_CHECKING:
+    from peft import PeftModel
+    from torch.optim.lr_scheduler import LRScheduler
+    from transformers import PreTrainedTokenizerBase
 
 try:
     import resource
@@ -178,7 +183,7 @@ class Encoded:
         self.labels = [-100] * self.n_prompt + self.input_ids[self.n_prompt:]
 
 
-def encode(example: Example, tokenizer, cfg: TrainConfig, unit: int = -1) -> Encoded:
+def encode(example: Example, tokenizer: PreTrainedTokenizerBase, cfg: TrainConfig, unit: int = -1) -> Encoded:
     """Prompt ids + answer ids (`CLEAR` or the reference question) + end of turn; `unit` numbers
     the contrast unit the example is batched with (-1: none)."""
     prompt = prompt_ids(example["messages"], check_documents(example), tokenizer,
@@ -424,7 +429,7 @@ askbetter) describes the model, its data and its figures.
 """
 
 
-def _save_adapter(model, folder: Path, meta: dict) -> None:
+def _save_adapter(model: PeftModel, folder: Path, meta: dict) -> None:
     """Write the adapter into `folder` with its clarifier config `meta` and its `model_card`."""
     from askbetter.clarifier.local import write_adapter_config
 
@@ -436,7 +441,8 @@ def _save_adapter(model, folder: Path, meta: dict) -> None:
     (folder / "README.md").write_text(model_card(base, meta))
 
 
-def _save_checkpoint(model, optimizer, scheduler, state: dict, ckpt: Path, meta: dict) -> None:
+def _save_checkpoint(model: PeftModel, optimizer: torch.optim.Optimizer, scheduler: LRScheduler,
+                     state: dict, ckpt: Path, meta: dict) -> None:
     """Write the checkpoint whole or not at all (into a temporary folder, then renamed); with its
     clarifier config beside the adapter, so that `askbetter calibrate --adapter RUN/checkpoint`
     and the graph load it with the prompt it was trained on. The one it replaces is moved aside
@@ -681,8 +687,8 @@ def _truncate_log(path: Path, step: int) -> None:
     path.write_text("".join(line + "\n" for line in kept))
 
 
-def finish(model, tokenizer, cfg: TrainConfig, meta: dict, dev_file: Path, dev: list[Example],
-           dtype: str = "auto") -> Path:
+def finish(model: PeftModel, tokenizer: PreTrainedTokenizerBase, cfg: TrainConfig, meta: dict, dev_file: Path,
+           dev: list[Example], dtype: str = "auto") -> Path:
     """Write the adapter, its clarifier config `meta` (from `clarifier_meta`) and its card, then
     pick the threshold on `dev` (the sample of `dev_file` `train` drew) and store it (recording
     the device and `dtype`, the setting the model was loaded with, as `askbetter calibrate`

@@ -9,7 +9,7 @@ from safetensors.torch import save_file
 
 from askbetter.cli import main
 from askbetter.clarifier import evaluate
-from askbetter.clarifier.calibrate import store_threshold, threshold_on
+from askbetter.clarifier.calibrate import store_threshold, threshold_for, threshold_on
 from askbetter.clarifier.local import CLARIFIER_CONFIG
 from example_factory import example
 
@@ -36,6 +36,13 @@ def test_a_score_that_cannot_separate_gives_the_best_accuracy_it_can() -> None:
     assert picked["accuracy"] == 0.5
 
 
+def test_a_score_on_the_threshold_counts_as_asking_in_the_figures() -> None:
+    # 0.35 and 0.5 both separate the scores; 0.5 is closer to 0.5, and the score that lies on it
+    # asks (score >= threshold), as the clarifier decides: the accuracy is 1, not 0.5
+    assert threshold_for([True, False], [0.5, 0.2]) == {"threshold": 0.5, "n": 2, "accuracy": 1.0,
+                                                        "auc": 1.0}
+
+
 def test_no_examples_is_an_error() -> None:
     with pytest.raises(ValueError, match="at least one"):
         threshold_on([], lambda messages, documents: 0.5)
@@ -59,9 +66,10 @@ def test_calibrate_needs_an_adapter(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 class _ScoreByQuery:
-    """Scores 0.9 a query that contains "which", else 0.1; threshold 0.5."""
+    """Scores 0.9 a query that contains "which", else 0.1; its own threshold, 0.95, reads both
+    as clear (so decisions at a newly picked threshold differ from its own)."""
 
-    threshold = 0.5
+    threshold = 0.95
 
     def score(self, messages: list, documents: list | None) -> float:
         return 0.9 if "which" in messages[-1]["content"] else 0.1
@@ -81,7 +89,9 @@ def _write(path: Path, examples: list) -> Path:
     return path
 
 
-def test_calibrate_stores_the_new_threshold_with_the_one_it_replaces(tmp_path: Path, monkeypatch) -> None:
+def test_calibrate_stores_the_new_threshold_with_the_one_it_replaces(
+    tmp_path: Path, monkeypatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(evaluate, "local_clarifier", lambda settings, adapter, prompt_style: _ScoreByQuery())
     folder = _adapter_folder(tmp_path, 0.241)
     path = _write(tmp_path / "dev.jsonl", [example(1, "pre", "Which one?", "ambiguous", "which one"),
@@ -89,7 +99,9 @@ def test_calibrate_stores_the_new_threshold_with_the_one_it_replaces(tmp_path: P
     assert main(["calibrate", str(path), "--adapter", str(folder), "--predictions", str(tmp_path / "p.jsonl")]) == 0
     config = json.loads((folder / CLARIFIER_CONFIG).read_text())
     assert 0.1 < config["threshold"] <= 0.9 and config["calibration"]["previous_threshold"] == 0.241
+    # the decisions written are those at the new threshold, not at the clarifier's own (all clear)
     assert [json.loads(line)["decision"] for line in (tmp_path / "p.jsonl").read_text().splitlines()] == [True, False]
+    assert "A threshold picked on 2 examples is noisy" in caplog.text
 
 
 def test_calibrate_refuses_one_label_and_an_unwritable_output_and_keeps_the_threshold(

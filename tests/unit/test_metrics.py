@@ -135,6 +135,8 @@ def test_by_source_groups_by_source_then_setting():
         ("?", False),
         ("Which year? I mean the fiscal one.", False),
         ("Do you mean " + "the very long option " * 12 + "?", False),
+        (" ".join(["word"] * metrics.MAX_QUESTION_WORDS) + "?", True),  # at the bound: still one
+        (" ".join(["word"] * (metrics.MAX_QUESTION_WORDS + 1)) + "?", False),
     ],
 )
 def test_is_one_question(text, expected):

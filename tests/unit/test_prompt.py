@@ -4,6 +4,8 @@ import warnings
 import pytest
 
 from askbetter.clarifier.prompt import (
+    ASSISTANT_TURN_SHARE,
+    HEADER_TOKENS,
     build_chat,
     clean_question,
     excerpt,
@@ -126,6 +128,26 @@ def test_a_long_answer_keeps_its_head_and_does_not_push_out_the_users_turn() -> 
     assert text.index("about my bill") < text.index("Assistant:") < text.index("about service?")
 
 
+def test_without_passages_the_history_has_the_whole_budget() -> None:
+    # eight turns of 10 tokens fit in what the judged turn and the headers leave of the budget;
+    # with passages they would have HISTORY_SHARE of it only
+    history = [{"role": "user", "content": f"turn{i} " + "x " * 8} for i in range(8)]
+    text = render_user_content([*history, {"role": "user", "content": "what now?"}], None,
+                               EchoTokenizer(), 100 + HEADER_TOKENS)
+    assert all(f"User: turn{i} x" in text for i in range(8))
+
+
+def test_an_earlier_answer_that_fits_its_share_exactly_is_not_marked_as_cut() -> None:
+    max_tokens = 100
+    share = int((max_tokens - len("User: what now?".split()) - HEADER_TOKENS) * ASSISTANT_TURN_SHARE)
+    for words, cut in ((share - 1, False), (share, True)):  # with "Assistant:", share or share + 1 tokens
+        answer = " ".join(f"w{i}" for i in range(words))
+        text = render_user_content([{"role": "user", "content": "hi"}, {"role": "assistant", "content": answer},
+                                    {"role": "user", "content": "what now?"}], None, EchoTokenizer(), max_tokens)
+        assert ("..." in text) is cut
+        assert (f"Assistant: {answer}\n" in text) is not cut
+
+
 def test_a_turn_cut_at_its_tail_keeps_its_speaker() -> None:
     dialog = [{"role": "user", "content": "old " * 200 + "newest words"},
               {"role": "user", "content": "what now?"}]
@@ -150,8 +172,11 @@ def test_question_last_restates_the_judged_turn_after_the_passages_only() -> Non
     assert last.index("Passages:") < last.index("[2]") < last.index("Question:")
     # the restated turn's tokens come out of the passages' share, not over the budget
     assert len(last.split()) <= 120 + 16 and last.count("doc") < plain.count("doc")
-    assert render_user_content(msgs, None, EchoTokenizer(), 120, question_last=True) == \
-        render_user_content(msgs, None, EchoTokenizer(), 120)
+    # without passages it is `tuned`'s prompt, to the token: a history cut to the budget too
+    long = [{"role": "user", "content": "tell me about jaguar " + "x " * 200}, *msgs[1:]]
+    for dialog in (msgs, long):
+        assert render_user_content(dialog, None, EchoTokenizer(), 120, question_last=True) == \
+            render_user_content(dialog, None, EchoTokenizer(), 120)
     chat = build_chat(msgs, docs, EchoTokenizer(), 120, "tuned-question-last")
     assert chat[0] == build_chat(msgs, docs, EchoTokenizer(), 120, "tuned")[0]
     assert chat[-1]["content"] == last

@@ -31,8 +31,11 @@ def test_groups_need_both_labels_and_at_most_max_group_members() -> None:
             example(4, "pre", None, "hard-negative", "same label")]
     pool += [example(10 + i, "pre", "What?" if i % 2 else None, "clear", "what?")
              for i in range(MAX_GROUP + 1)]
+    pool += [example(20 + i, "pre", "Which?" if i % 2 else None, "clear", "which?")
+             for i in range(MAX_GROUP)]  # at the bound: still a group
     groups = contrast_groups(pool)
-    assert [[m["id"] for m in g] for g in groups.values()] == [["ex-1", "ex-2"]]
+    assert [[m["id"] for m in g] for g in groups.values()] == [["ex-1", "ex-2"],
+                                                               [f"ex-{20 + i}" for i in range(MAX_GROUP)]]
 
 
 def test_each_sampled_example_brings_its_group_once() -> None:
@@ -68,3 +71,6 @@ def test_a_sampled_example_brings_both_its_groups_and_nothing_twice() -> None:
     vague, named, other = _rizzo()
     units = with_contrasts([named, vague, other], [vague, named, other])
     assert [[m["id"] for m in u] for u in units] == [["ex-2", "ex-3", "ex-1"]]
+    # vague and other each share a group with named: named comes with the first only
+    units = with_contrasts([vague, other], [vague, named, other])
+    assert [[m["id"] for m in u] for u in units] == [["ex-1", "ex-2"], ["ex-3"]]

@@ -28,7 +28,11 @@ def test_after_rewrite_follows_pre_check_setting(pre_check, expected):
     assert routing.after_rewrite({"query": "q"}, ctx(pre_check=pre_check)) == expected
 
 
-@pytest.mark.parametrize("decision, expected", [(ASKS, routing.ASK_USER), (CLEAR, routing.RETRIEVE)])
+@pytest.mark.parametrize(
+    "decision, expected",
+    # a clear decision with a question (a custom clarifier's) is not asked
+    [(ASKS, routing.ASK_USER), (CLEAR, routing.RETRIEVE), ({**CLEAR, "question": "Which?"}, routing.RETRIEVE)],
+)
 def test_after_pre_check(decision, expected):
     assert routing.after_pre_check({"pre_decision": decision}, ctx()) == expected
 

@@ -119,6 +119,17 @@ def test_run_check_passes_the_dialog_and_documents():
     assert clarifier.calls == [("post", [{"role": "user", "content": "q"}], docs)]
 
 
+def test_run_check_at_a_threshold_that_still_asks_keeps_the_clarifiers_question():
+    class WithQuestion(ScriptedClarifier):
+        def question(self, messages, documents=None):
+            return "Another question?"
+
+    clarifier = WithQuestion(pre=[Decision(True, 0.7, "Which one?", "pre")] * 2)
+    for threshold in (0.5, 0.7):  # a score on the threshold asks: score >= threshold
+        decision = run_check(clarifier, [HumanMessage("q")], None, threshold=threshold)
+        assert decision == {"needs_clarification": True, "score": 0.7, "question": "Which one?", "stage": "pre"}
+
+
 def test_ask_user_returns_the_question_as_an_ai_message():
     decision = {"needs_clarification": True, "score": 0.8, "question": "Which office?", "stage": "post"}
     out = ask_user({"pre_decision": None, "post_decision": decision, "asked_questions": ["Earlier?"],

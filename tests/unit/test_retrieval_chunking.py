@@ -49,6 +49,29 @@ def test_paragraphs_that_fit_stay_whole():
     assert chunks == ["\n\n".join(paragraphs[:2]), "\n\n".join(paragraphs[2:])]
 
 
+def test_a_paragraph_cut_into_sentences_keeps_its_break_from_the_paragraph_before():
+    chunks = chunk_text("Intro.\n\n" + SENTENCES, 300, 0)
+    assert chunks[0].startswith("Intro.\n\nSentence 0 explains")
+
+
+def test_an_overlap_of_one_sentence_shares_that_sentence_whole():
+    text = " ".join(f"Sentence {i:02d} explains the sync feature." for i in range(40))
+    sentence = len("Sentence 00 explains the sync feature.")
+    chunks = chunk_text(text, 200, sentence)
+    for previous, following in zip(chunks, chunks[1:]):
+        assert re.fullmatch(r"Sentence \d\d explains the sync feature\.", _shared(previous, following))
+
+
+def test_overlap_falls_back_to_words_when_the_trailing_sentence_is_short():
+    # the last sentence, "Yes.", fills less than half the overlap: the words before it come too
+    text = " ".join(f"Part {i} of the guide explains the sync feature in a great many words. Yes." for i in range(20))
+    chunks = chunk_text(text, 200, 60)
+    for previous, following in zip(chunks, chunks[1:]):
+        shared = _shared(previous, following)
+        assert 30 <= len(shared) <= 60 and shared.endswith("words. Yes.")
+        assert following.split()[0] in previous.split()  # starts on a whole word
+
+
 def test_overlap_falls_back_to_words_when_sentences_are_long():
     long_sentence = " ".join(f"w{i}" for i in range(200)) + "."
     chunks = chunk_text(long_sentence, 120, 30)

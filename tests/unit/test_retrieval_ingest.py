@@ -285,6 +285,38 @@ def test_a_jsonl_field_chroma_refuses_as_metadata_is_dropped(settings, client, t
     assert key not in metadata and metadata["year"] == 5
 
 
+def test_a_jsonl_records_source_replaces_the_path_but_its_title_chunk_and_file_fields_do_not(
+    settings, client, tmp_path
+):
+    path = tmp_path / "records.jsonl"
+    record = {"text": "Parking costs 5 euros.", "title": "Parking", "source": "https://x.example/p",
+              "chunk": 7, "file": "/elsewhere.md"}
+    path.write_text(json.dumps(record) + "\n")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    ingest(path, collection, progress=False)
+    metadata = collection.get()["metadatas"][0]
+    assert (metadata["source"], metadata["title"], metadata["chunk"], metadata["file"]) == (
+        "https://x.example/p", "Parking", 0, str(path.resolve()))
+
+
+def test_the_same_text_twice_in_a_file_is_stored_once_and_counted_as_present(settings, client, tmp_path):
+    path = tmp_path / "faq.jsonl"
+    path.write_text('{"text": "Parking is in garage B."}\n' * 2)
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    report = ingest(path, collection, progress=False)
+    assert (report.chunks_added, report.chunks_present, collection.count()) == (1, 1, 1)
+
+
+@pytest.mark.parametrize(("n", "listed"), [(5, "f0.csv, f1.csv, f2.csv, f3.csv, f4.csv"),
+                                            (6, "f0.csv, f1.csv, f2.csv, f3.csv, f4.csv, ...")])
+def test_a_folder_with_nothing_to_ingest_names_five_of_its_files(tmp_path, n, listed):
+    for i in range(n):
+        (tmp_path / f"f{i}.csv").write_text("x,y\n")
+    with pytest.raises(RetrievalError) as caught:
+        find_files(tmp_path)
+    assert str(caught.value).endswith(f"({n} other files ignored: {listed})")
+
+
 def test_a_jsonl_line_with_an_unpaired_surrogate_escape_is_skipped(settings, client, tmp_path):
     path = tmp_path / "records.jsonl"
     path.write_text('{"text": "Caf\\ud800 hours"}\n{"text": "Parking costs 5 euros.", "note": "\\udfff"}\n'

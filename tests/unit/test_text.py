@@ -1,4 +1,5 @@
-"""askbetter.text: one message for a file that is not UTF-8, wherever it is read."""
+"""askbetter.text: one message for a file that is not UTF-8, wherever it is read; control
+characters made visible for the terminal."""
 
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 from askbetter.clarifier.examples import ExampleFormatError, read_examples
 from askbetter.clarifier.source_common import RawDataError, read_text
 from askbetter.retrieval.loaders import SkipFile, load_file
+from askbetter.text import displayable
 
 # an example on line 1, then a byte of Latin-1 "café" on line 2, at its 4th byte
 LATIN1 = b'{"id": 1, "messages": [{"role": "user", "content": "q"}], "clarification": null}\ncaf\xe9 au lait\n'
@@ -26,3 +28,9 @@ def test_a_file_not_in_utf8_is_reported_in_the_same_words_by_each_reader(tmp_pat
         load_file(path)
     assert str(examples.value) == str(raw.value) == f"{path}:2: {MESSAGE}"
     assert str(document.value) == f"line 2: {MESSAGE}"
+
+
+def test_control_characters_are_shown_as_escapes_but_line_breaks_and_tabs_stay() -> None:
+    # C0 (ESC, CR, BEL), DEL and C1 (0x9b, the one-byte CSI) each act on a terminal
+    assert displayable("a\x1b[31mb\r\x07\x7f\x9bc\td\ne") == "a\\x1b[31mb\\x0d\\x07\\x7f\\x9bc\td\ne"
+    assert displayable("caf\u00e9 \u2014 ok") == "caf\u00e9 \u2014 ok"

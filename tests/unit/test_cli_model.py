@@ -216,13 +216,26 @@ def test_an_output_place_in_a_folder_without_search_permission_is_refused(
     assert str(caught.value) == f"{flag} {out}: no permission to enter {denied}"
 
 
-def test_an_existing_output_file_needs_no_execute_permission(tmp_path: Path) -> None:
+def _deny_writing(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
+    """`os.access` says no to writing `denied`, however it is named (chmod does not stop root)."""
+    import os
+
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: real_access(path, mode) and not (
+        Path(path).resolve() == denied.resolve() and mode & os.W_OK))
+
+
+def test_an_existing_output_file_needs_no_execute_permission(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from askbetter.cli import UsageError
     from askbetter.cli_model import check_output_files
 
     out = tmp_path / "report.json"
     out.write_text("{}")
     out.chmod(0o644)  # not executable, even by root
-    check_output_files(tmp_path / "examples.jsonl", json=out)
+    check_output_files(tmp_path / "examples.jsonl", json=out)  # passes
+    _deny_writing(monkeypatch, out)  # while the file itself is checked: not writable, refused
+    with pytest.raises(UsageError, match="no permission to write there"):
+        check_output_files(tmp_path / "examples.jsonl", json=out)
 
 
 @pytest.mark.parametrize("relative", [".", "", "run", "run/deeper"])
@@ -231,10 +244,14 @@ def test_a_relative_output_folder_is_checked_against_the_working_folder(
 ) -> None:
     """`--out .` (the working folder, whose relative path has no parents) passes like any other
     writable folder; a missing one is checked against the working folder."""
+    from askbetter.cli import UsageError
     from askbetter.cli_model import check_output_folders
 
     monkeypatch.chdir(tmp_path)
-    check_output_folders(out=Path(relative))
+    check_output_folders(out=Path(relative))  # passes
+    _deny_writing(monkeypatch, tmp_path)  # the folder it is checked against: refused
+    with pytest.raises(UsageError, match="no permission to write there"):
+        check_output_folders(out=Path(relative))
 
 
 def test_eval_baselines_honours_no_questions(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:

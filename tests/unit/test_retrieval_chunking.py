@@ -54,6 +54,15 @@ def test_a_paragraph_cut_into_sentences_keeps_its_break_from_the_paragraph_befor
     assert chunks[0].startswith("Intro.\n\nSentence 0 explains")
 
 
+def test_an_overlap_that_ends_a_paragraph_keeps_the_break_before_the_next():
+    paragraphs = [f"Paragraph {p} starts here and says a little. It ends with sentence {p}." for p in range(6)]
+    chunks = chunk_text("\n\n".join(paragraphs), 120, 50)
+    assert len(chunks) == len(paragraphs)  # each a paragraph after the previous one's tail
+    for previous, chunk, paragraph in zip(paragraphs, chunks[1:], paragraphs[1:]):
+        tail, _, rest = chunk.partition("\n\n")
+        assert previous.endswith(tail) and rest == paragraph
+
+
 def test_an_overlap_of_one_sentence_shares_that_sentence_whole():
     text = " ".join(f"Sentence {i:02d} explains the sync feature." for i in range(40))
     sentence = len("Sentence 00 explains the sync feature.")

@@ -36,6 +36,7 @@ from askbetter.settings import (
     check_dtype,
     names_a_path,
 )
+from askbetter.torch_thread import on_torch_thread
 
 if TYPE_CHECKING:
     from peft import PeftModel
@@ -276,6 +277,7 @@ def peft_quietly() -> Iterator[None]:
         yield
 
 
+@on_torch_thread  # a model loaded on another thread would start a second OpenMP team
 @lru_cache(maxsize=4)
 def _load(base: str, cache_dir: str, adapter: Path | None, dtype: str, device: str) -> LoadedModel:
     model: PreTrainedModel | PeftModel

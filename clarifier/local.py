@@ -27,6 +27,7 @@ from askbetter.clarifier.prompt import (
 )
 from askbetter.clarifier.types import Decision, Document, Message, stage_of
 from askbetter.settings import Settings
+from askbetter.torch_thread import on_torch_thread
 
 DEFAULT_THRESHOLD = 0.5
 FALLBACK_QUESTION = "Could you say a little more about what you mean?"
@@ -107,6 +108,7 @@ class LocalClarifier:
                          self.prompt_style)
         return torch.tensor([ids], device=self.loaded.model.device)
 
+    @on_torch_thread
     @torch.inference_mode()
     def score(self, messages: list[Message], documents: list[Document] | None = None) -> float:
         """P(clarify) for the last user turn: 1 - P(CLEAR) at the first answer position."""
@@ -116,6 +118,7 @@ class LocalClarifier:
         p_clear = torch.softmax(logits.float(), dim=-1)[self._clear_id].item()
         return 1.0 - p_clear
 
+    @on_torch_thread
     @torch.inference_mode()
     def question(self, messages: list[Message], documents: list[Document] | None = None) -> str:
         """Generate one clarification question (CLEAR is suppressed at the first position); one

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
+from askbetter import torch_thread
 from askbetter.clarifier.prompt import cut_middle
 from askbetter.settings import Settings
 
@@ -90,7 +91,8 @@ class LocalChatModel(BaseChatModel):
             yield chunk
 
     def _pieces(self, messages: list[BaseMessage], stop: list[str] | None) -> Iterator[str]:
-        """Generate in a thread and yield the decoded text as it comes, up to the first stop string.
+        """Generate on the models' thread (`askbetter.torch_thread`) and yield the decoded text as it
+        comes, up to the first stop string.
 
         Generation halts as soon as a stop string shows up or the caller stops reading."""
         import torch
@@ -104,7 +106,6 @@ class LocalChatModel(BaseChatModel):
         streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
         pad_id = pad_token_id(tokenizer)
         halt = threading.Event()
-        failure: list[BaseException] = []
 
         def run() -> None:
             try:
@@ -118,19 +119,17 @@ class LocalChatModel(BaseChatModel):
                         pad_token_id=pad_id,
                         stopping_criteria=StoppingCriteriaList([_Halt(halt)]),
                     )
-            except BaseException as exc:  # re-raised in the caller's thread below
-                failure.append(exc)
+            except BaseException:  # raised again in the caller's thread by `result()` below
                 streamer.end()
+                raise
 
-        worker = threading.Thread(target=run, daemon=True)
-        worker.start()
+        generation = torch_thread.submit(run)  # on the models' thread, read here as it comes
         try:
             yield from _until_stop(streamer, stop or [], on_stop=halt.set)
         finally:
             halt.set()
-            worker.join()
-        if failure:
-            raise failure[0]
+            generation.exception()  # waits until it has stopped
+        generation.result()
 
     def _prompt_ids(self, messages: list[BaseMessage], tokenizer: Any) -> list[int]:
         chat = [{"role": _role(m), "content": m.text} for m in messages]

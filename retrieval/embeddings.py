@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from askbetter.retrieval.errors import RetrievalError
 from askbetter.settings import BUNDLED_EMBEDDING_MODEL
+from askbetter.torch_thread import on_torch_thread
 
 if TYPE_CHECKING:
     from chromadb.utils.embedding_functions import SentenceTransformerEmbeddingFunction
@@ -50,17 +51,22 @@ def load_sentence_transformer(spec: str, device: str = "cpu") -> "SentenceTransf
     return _load(resolve_embedding_model(spec), device)
 
 
+@on_torch_thread
 @cache
 def _load(name_or_path: str, device: str) -> "SentenceTransformer":
     from sentence_transformers import SentenceTransformer
 
     try:
-        return SentenceTransformer(name_or_path, device=device)
+        model = SentenceTransformer(name_or_path, device=device)
     except (OSError, ValueError) as exc:
         raise RetrievalError(
             f"cannot load the embedding model {name_or_path!r}: {exc}. Set ASKBETTER_EMBEDDING_MODEL "
             "to a local sentence-transformers folder, or leave it unset for the bundled MiniLM"
         ) from exc
+    # retrieval (Chroma's embedding function calls `encode`) and evaluation embed on the models'
+    # thread too, from whichever thread they run in
+    model.encode = on_torch_thread(model.encode)  # type: ignore[method-assign]
+    return model
 
 
 def make_embedding_function(

@@ -1,0 +1,68 @@
+"""The models' thread: every model call runs there, whichever thread makes it (one OpenMP team)."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from askbetter import torch_thread
+from askbetter.clarifier.assets import LoadedModel
+from askbetter.clarifier.local import LocalClarifier
+from askbetter.nodes.chat_model import LocalChatModel
+from tiny_model import tiny_llama, tiny_tokenizer
+
+TURN = [{"role": "user", "content": "how do i turn on sync"}]
+
+
+def test_jobs_from_any_thread_run_on_one_thread_and_return_or_raise_there() -> None:
+    with ThreadPoolExecutor(3) as callers:
+        names = set(callers.map(lambda _: torch_thread.submit(lambda: threading.current_thread()).result(), range(6)))
+    assert len(names) == 1 and names.pop().name == "askbetter-torch"
+    with pytest.raises(ZeroDivisionError):
+        torch_thread.submit(lambda: 1 / 0).result()
+
+
+def test_a_job_that_waits_for_another_job_does_not_wait_for_ever() -> None:
+    def outer() -> int:
+        return torch_thread.submit(lambda: 41).result() + 1  # queued behind itself, it would hang
+
+    assert torch_thread.submit(outer).result(timeout=10) == 42
+
+
+def test_the_clarifier_and_the_chat_model_compute_on_the_models_thread_whichever_thread_calls() -> None:
+    """A LangGraph node runs in a worker thread under `stream_mode="messages"`: its model work
+    still runs on the models' thread."""
+    model, tokenizer = tiny_llama(), tiny_tokenizer()
+    loaded = LoadedModel(model=model, tokenizer=tokenizer)
+    seen: list[str] = []
+    model.register_forward_hook(lambda *_: seen.append(threading.current_thread().name))
+    clarifier = LocalClarifier(loaded, max_question_tokens=3)
+    chat = LocalChatModel(loaded=loaded, max_new_tokens=3)
+    with ThreadPoolExecutor(1) as node:
+        node.submit(clarifier.score, TURN).result()
+        node.submit(clarifier.question, TURN).result()
+        node.submit(lambda: [c.text for c in chat.stream([HumanMessage("how do i turn on sync")])]).result()
+    clarifier.score(TURN)  # and from this thread
+    assert len(seen) >= 4 and set(seen) == {"askbetter-torch"}
+
+
+def test_the_embedding_model_encodes_on_the_models_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chroma's embedding function (retrieval) and evaluation call the model's `encode`."""
+    import sentence_transformers
+
+    from askbetter.retrieval import embeddings
+
+    class Fake:
+        def __init__(self, name: str, device: str) -> None: ...
+
+        def encode(self, sentences: list[str], **kwargs: object) -> list[str]:
+            return [threading.current_thread().name for _ in sentences]
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", Fake)
+    model = embeddings._load("fake-model", "cpu")
+    with ThreadPoolExecutor(1) as node:
+        assert node.submit(model.encode, ["a", "b"]).result() == ["askbetter-torch"] * 2
+    embeddings._load.__wrapped__.cache_clear()  # type: ignore[attr-defined]

@@ -32,6 +32,10 @@ lengths of what was generated (in tokens, the text tokenized again). Greedy deco
 dtype can write another text, so a node's figures compare only where the paths and lengths agree.
 
     python scripts/bench_turn.py float32 bfloat16 --repeats 5 --json runs/bench_turn.json
+
+A dtype written `DTYPE@caller` (say `float32@caller float32`) runs the models' work in whichever
+thread calls it, as askbetter did before `askbetter.torch_thread` put it on one thread: the
+LangGraph worker thread that runs a node, the thread that loaded the models.
 """
 
 import argparse
@@ -44,8 +48,12 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
+from askbetter import torch_thread
 from askbetter.cli import UsageError
 from askbetter.cli_model import check_output_files
 from askbetter.settings import Settings, check_dtype
@@ -104,8 +112,9 @@ def describe(steps: list, history: bool, tokens) -> str:
     return " -> ".join(parts)
 
 
-def measure(repeats: int) -> dict:
-    """One dtype's figures, in this process (the settings from the environment)."""
+def measure(repeats: int, placement: str = "") -> dict:
+    """One dtype's figures, in this process (the settings from the environment); with placement
+    "caller", the models' work runs in the calling threads."""
     import torch
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -116,6 +125,8 @@ def measure(repeats: int) -> dict:
     from askbetter.retrieval.corpus import ephemeral_corpus_collection
     from askbetter.retrieval.store import ChromaRetriever
 
+    if placement == "caller":
+        torch_thread.submit = run_here
     settings = Settings.from_env()
     started = time.perf_counter()
     collection, _ = ephemeral_corpus_collection(settings, "askbetter-bench")
@@ -169,6 +180,25 @@ def measure(repeats: int) -> dict:
     }
 
 
+def run_here(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+    """`torch_thread.submit` that runs `fn` in the calling thread (the placement "caller")."""
+    future: Future = Future()
+    try:
+        future.set_result(fn(*args, **kwargs))
+    except Exception as exc:
+        future.set_exception(exc)
+    return future
+
+
+def split_variant(variant: str) -> tuple[str, str]:
+    """`DTYPE` or `DTYPE@caller` as (dtype, placement); a usage error for another placement."""
+    dtype, _, placement = variant.partition("@")
+    if placement not in ("", "caller"):
+        raise UsageError(f"{variant!r}: write DTYPE or DTYPE@caller")
+    check_dtype(dtype)
+    return dtype, placement
+
+
 def current_rss_mib() -> float | None:
     """The process's resident memory now (Linux's /proc; None elsewhere)."""
     try:
@@ -177,12 +207,12 @@ def current_rss_mib() -> float | None:
         return None
 
 
-def run_child(dtype: str, repeats: int) -> dict:
-    """`measure` in a fresh process with `ASKBETTER_DTYPE=dtype`."""
+def run_child(variant: str, repeats: int) -> dict:
+    """`measure` in a fresh process with `ASKBETTER_DTYPE` set to the variant's dtype."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
-        subprocess.run([sys.executable, __file__, dtype, "--repeats", str(repeats), "--child-out", str(out)],
-                       env={**os.environ, "ASKBETTER_DTYPE": dtype}, check=True)
+        subprocess.run([sys.executable, __file__, variant, "--repeats", str(repeats), "--child-out", str(out)],
+                       env={**os.environ, "ASKBETTER_DTYPE": split_variant(variant)[0]}, check=True)
         return json.loads(out.read_text(encoding="utf-8"))
 
 
@@ -222,15 +252,14 @@ def main(dtypes: list[str], repeats: int, json_out: Path | None) -> None:
     from askbetter.clarifier.assets import resolve_base_model
 
     check_output_files(None, json=json_out)  # a --json it could not write stops here, not after the run
-    for dtype in dtypes:
-        check_dtype(dtype)
+    placements = [split_variant(variant)[1] for variant in dtypes]
     settings = Settings.from_env()  # a setting out of range stops here, before any model loads
     # the bundled GGUF converted (once, about 30 s) before any child: not in the first one's load
     resolve_base_model(settings.base_model, settings.cache_dir)
     load_before = os.getloadavg()
     results = [run_child(dtype, repeats) for dtype in dtypes]
     load_after = os.getloadavg()
-    names = [r["torch_dtype"].removeprefix("torch.") for r in results]
+    names = [r["torch_dtype"].removeprefix("torch.") + (f"@{p}" if p else "") for r, p in zip(results, placements)]
     rows = summary_rows(results)
     print(f"{repeats} repeats after one warm-up; {os.cpu_count()} CPUs, torch threads "
           f"{', '.join(str(r['threads']) for r in results)}; load average before "
@@ -249,7 +278,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dtypes", nargs="+", metavar="DTYPE",
-                        help="dtypes to compare (float32, bfloat16, float16, auto); the ratio is last / first")
+                        help="dtypes to compare (float32, bfloat16, float16, auto; DTYPE@caller: the models' "
+                        "work in the calling threads); the ratio is last / first")
     parser.add_argument("--repeats", type=int, default=5, help="counted runs of each turn (default 5)")
     parser.add_argument("--json", type=Path, help="also write every sample and the paths here")
     parser.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)  # one dtype, in this process
@@ -257,7 +287,8 @@ if __name__ == "__main__":
     if args.repeats < 1:
         parser.error("--repeats must be 1 or more")
     if args.child_out is not None:
-        args.child_out.write_text(json.dumps(measure(args.repeats)), encoding="utf-8")
+        placement = split_variant(args.dtypes[0])[1]
+        args.child_out.write_text(json.dumps(measure(args.repeats, placement)), encoding="utf-8")
     else:
         try:
             main(args.dtypes, args.repeats, args.json)

@@ -145,3 +145,20 @@ def test_the_bundled_model_is_converted_before_the_first_dtype_s_process(monkeyp
     bench_turn.main(["float32", "bfloat16"], 1, None)
     assert calls == ["convert", "float32", "bfloat16"]
     assert "| clear: turn (ms) | 1000.0 |  | 1000.0 |  | 1.00 |" in capsys.readouterr().out
+
+
+def test_a_variant_names_a_dtype_and_where_the_models_work_runs() -> None:
+    assert bench_turn.split_variant("float32") == ("float32", "")
+    assert bench_turn.split_variant("bfloat16@caller") == ("bfloat16", "caller")
+    with pytest.raises(bench_turn.UsageError, match="DTYPE@caller"):
+        bench_turn.split_variant("float32@main")
+    with pytest.raises(ValueError):
+        bench_turn.split_variant("float64")
+
+
+def test_the_caller_placement_runs_the_models_work_in_the_calling_thread() -> None:
+    import threading
+
+    assert bench_turn.run_here(lambda: threading.current_thread()).result() is threading.current_thread()
+    with pytest.raises(ZeroDivisionError):
+        bench_turn.run_here(lambda: 1 / 0).result()

@@ -10,12 +10,14 @@ then waits for its workers to wake. On a 2-core machine a 20-token clarification
 process that runs its turns from many threads still has one team.
 
 Only the work handed over here runs there: `askbetter train` trains in its own thread (its final
-dev scoring comes here). Nothing here imports the rest of the package or torch.
+dev scoring comes here). A forked child starts a thread of its own. Nothing here imports the rest of
+the package or torch.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -59,6 +61,20 @@ def _ensure_started() -> None:
             # a daemon: a process stopped by Ctrl-C does not wait for a generation to finish
             _thread = threading.Thread(target=_serve, name="askbetter-torch", daemon=True)
             _thread.start()
+
+
+def _start_afresh_in_child() -> None:
+    """In a forked child (a server that loads the models, then forks its workers): a fork copies
+    only the forking thread, so the parent's models' thread, its queued jobs and a held start lock
+    are left behind, and the child's first job starts a thread of its own."""
+    global _jobs, _start_lock, _thread
+    _jobs = queue.SimpleQueue()
+    _start_lock = threading.Lock()
+    _thread = None
+
+
+if hasattr(os, "register_at_fork"):  # Unix
+    os.register_at_fork(after_in_child=_start_afresh_in_child)
 
 
 def _serve() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -66,3 +67,18 @@ def test_the_embedding_model_encodes_on_the_models_thread(monkeypatch: pytest.Mo
     with ThreadPoolExecutor(1) as node:
         assert node.submit(model.encode, ["a", "b"]).result() == ["askbetter-torch"] * 2
     embeddings._load.__wrapped__.cache_clear()  # type: ignore[attr-defined]
+
+
+def test_a_forked_child_runs_jobs_on_a_thread_of_its_own() -> None:
+    """A fork copies only the forking thread (a server that loads the models, then forks its
+    workers): the child's jobs must not wait for the parent's thread."""
+    torch_thread.submit(lambda: None).result()  # the parent's thread is running
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 once a job has run, 1 if it waits in vain
+        try:
+            code = 0 if torch_thread.submit(lambda: 42).result(timeout=10) == 42 else 1
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -35,7 +35,10 @@ dtype can write another text, so a node's figures compare only where the paths a
 
 A dtype written `DTYPE@caller` (say `float32@caller float32`) runs the models' work in whichever
 thread calls it, as askbetter did before `askbetter.torch_thread` put it on one thread: the
-LangGraph worker thread that runs a node, the thread that loaded the models.
+LangGraph worker thread that runs a node, the thread that loaded the models. One difference: the
+answer model then generated on a fresh thread of its own per call, streaming its tokens; here it
+generates in the node's thread, and its tokens are read once it has finished (the node times
+the same generation).
 """
 
 import argparse

@@ -1,0 +1,253 @@
+"""The graph as a server runs it: from async code (`ainvoke`, `astream`), several turns at once on
+one compiled graph and checkpointer, the default components' first use from several threads, and a
+turn cancelled mid-generation. Over fakes and the tiny model (the real models: test_graph_real.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessageChunk, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from askbetter import torch_thread
+from askbetter.clarifier.assets import LoadedModel
+from askbetter.clarifier.local import LocalClarifier
+from askbetter.graph.factory import create_clarifying_rag
+from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
+from askbetter.nodes.answer import SOURCES_TAG
+from askbetter.nodes.chat_model import LocalChatModel
+from askbetter.settings import Settings
+from tiny_model import tiny_llama, tiny_tokenizer
+
+PASSAGES = [{"id": "d1", "title": "Sync in Nimbus Desktop", "text": "Choose Preferences > Sync.", "score": 0.7,
+             "source": "/c/desktop-sync.md"}]
+SOURCES = "\n\nSources:\n[1] Sync in Nimbus Desktop (desktop-sync.md)"
+TURNS = ["how do i turn on sync", "open the preferences", "nimbus desktop sync", "cite the question",
+         "how do i open nimbus", "turn on desktop"]
+TIMEOUT = 60  # seconds: a deadlock fails the test instead of hanging it
+
+
+def fake_graph(pre: list[str | None], answer: str = "Open Preferences [1]."):
+    return create_clarifying_rag(
+        clarifier=ScriptedClarifier(pre=pre, post=[None]), retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([answer])), rewriter=lambda messages: messages[-1].text,
+        settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+
+
+def slowed_tiny_model(seconds_a_step: float = 0.0) -> LoadedModel:
+    """The tiny model, each forward pass `seconds_a_step` longer (a generation long enough to
+    watch, cancel or overlap)."""
+    model = tiny_llama()
+    if seconds_a_step:
+        forward = model.forward
+
+        def slow_forward(*args: Any, **kwargs: Any) -> Any:
+            time.sleep(seconds_a_step)
+            return forward(*args, **kwargs)
+
+        model.forward = slow_forward
+    return LoadedModel(model=model, tokenizer=tiny_tokenizer())
+
+
+def tiny_graph(loaded: LoadedModel, *, threshold: float = 0.5, max_new_tokens: int = 12):
+    """Every model the tiny one: the clarifier (its score and question), the rewrite and the answer."""
+    chat = LocalChatModel(loaded=loaded, max_new_tokens=max_new_tokens)
+    return create_clarifying_rag(
+        clarifier=LocalClarifier(loaded, threshold=threshold, max_question_tokens=6),
+        retriever=StaticRetriever(PASSAGES), answer_model=chat, rewriter=chat, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+
+
+def thread(name: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": name}}
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"messages": [HumanMessage(text)]}
+
+
+# ---------------------------------------------------------------- async
+
+
+def test_ainvoke_answers_a_clear_turn_and_resumes_an_interrupted_one():
+    async def turns() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        clear = await fake_graph([None]).ainvoke(user("How do I turn on sync?"), thread("clear"))
+        asking = fake_graph(["Cloud or Desktop?", None])
+        paused = await asking.ainvoke(user("How do I turn on sync?"), thread("ask"), context={"ask_mode": "interrupt"})
+        resumed = await asking.ainvoke(Command(resume="Desktop"), thread("ask"), context={"ask_mode": "interrupt"})
+        return clear, paused, resumed
+
+    clear, paused, resumed = asyncio.run(asyncio.wait_for(turns(), TIMEOUT))
+    assert clear["messages"][-1].text == "Open Preferences [1]." + SOURCES
+    assert paused["__interrupt__"][0].value["question"] == "Cloud or Desktop?"
+    assert [m.text for m in resumed["messages"][1:3]] == ["Cloud or Desktop?", "Desktop"]
+    assert resumed["messages"][-1].text == "Open Preferences [1]." + SOURCES
+
+
+def test_astream_streams_updates_and_the_answers_tokens_then_its_sources():
+    graph = fake_graph([None], answer="Open Preferences then Sync [1].")
+
+    async def stream() -> list[tuple[str, Any]]:
+        return [part async for part in graph.astream(user("How do I turn on sync?"), thread("s"),
+                                                     stream_mode=["updates", "messages"])]
+
+    parts = asyncio.run(asyncio.wait_for(stream(), TIMEOUT))
+    assert [next(iter(chunk)) for mode, chunk in parts if mode == "updates"] == [
+        "rewrite", "pre_check", "retrieve", "post_check", "answer"]
+    chunks = [chunk for mode, chunk in parts if mode == "messages"]
+    assert all(isinstance(m, AIMessageChunk) and meta["langgraph_node"] == "answer" for m, meta in chunks)
+    *tokens, (sources, meta) = chunks
+    assert len(tokens) > 2 and meta["tags"] == [SOURCES_TAG] and sources.text == SOURCES
+    assert "".join(m.text for m, _ in chunks) == graph.get_state(thread("s")).values["messages"][-1].text
+
+
+def test_the_event_loop_runs_on_while_a_turn_generates():
+    """LangGraph runs the sync nodes in an executor, and the models' thread waits in neither: other
+    coroutines (a server's other requests) run between the answer's tokens."""
+    graph = tiny_graph(slowed_tiny_model(0.02), threshold=1.1, max_new_tokens=40)
+
+    async def turn_and_ticks() -> tuple[float, list[float]]:
+        gaps: list[float] = []
+        done = asyncio.Event()
+
+        async def tick() -> None:
+            last = time.monotonic()
+            while not done.is_set():
+                await asyncio.sleep(0.01)
+                gaps.append(time.monotonic() - last)
+                last = time.monotonic()
+
+        ticker = asyncio.create_task(tick())
+        start = time.monotonic()
+        async for _ in graph.astream(user("how do i turn on sync"), thread("loop"), stream_mode=["updates", "messages"]):
+            pass
+        took = time.monotonic() - start
+        done.set()
+        await ticker
+        return took, gaps
+
+    took, gaps = asyncio.run(asyncio.wait_for(turn_and_ticks(), TIMEOUT))
+    assert took > 0.5 and max(gaps) < min(0.25, took / 4), (took, max(gaps))
+
+
+# ---------------------------------------------------------------- several turns at once
+
+
+def texts(state: dict[str, Any]) -> list[str]:
+    return [m.text for m in state["messages"]]
+
+
+def test_turns_at_once_from_threads_or_gathered_equal_each_turn_alone():
+    """One compiled graph and checkpointer, a thread_id a turn: no deadlock, no cross-talk, and
+    greedy decoding gives each turn the text it gets alone."""
+    graph = tiny_graph(slowed_tiny_model(0.002))
+
+    def run(i: int, prefix: str) -> list[str]:
+        for _ in graph.stream(user(TURNS[i]), thread(f"{prefix}{i}"), stream_mode=["updates", "messages"]):
+            pass
+        return texts(graph.get_state(thread(f"{prefix}{i}")).values)
+
+    alone = [run(i, "alone") for i in range(len(TURNS))]
+    with ThreadPoolExecutor(len(TURNS)) as pool:
+        futures = [pool.submit(run, i, "pool") for i in range(len(TURNS))]
+        assert [f.result(timeout=TIMEOUT) for f in futures] == alone
+
+    async def gathered() -> list[dict[str, Any]]:
+        return await asyncio.gather(*(graph.ainvoke(user(t), thread(f"gather{i}")) for i, t in enumerate(TURNS)))
+
+    assert [texts(s) for s in asyncio.run(asyncio.wait_for(gathered(), TIMEOUT))] == alone
+
+
+def test_the_default_components_load_once_when_several_turns_start_at_once(monkeypatch):
+    """First use from several threads at once: one clarifier, one retriever, one model load."""
+    from askbetter.clarifier import assets
+    from askbetter.graph.defaults import LazyClarifier, LazyRetriever
+    from askbetter.retrieval.store import ChromaRetriever
+
+    builds: list[str] = []
+
+    def slow_build(name: str, value: Any) -> Any:
+        builds.append(name)
+        time.sleep(0.2)  # long enough for every thread to arrive while the first builds
+        return value
+
+    loaded = slowed_tiny_model()
+    monkeypatch.setattr(LocalClarifier, "from_settings", classmethod(lambda cls, s: slow_build("clarifier", object())))
+    monkeypatch.setattr(ChromaRetriever, "from_settings", classmethod(lambda cls, s: slow_build("retriever", object())))
+    monkeypatch.setattr(assets, "load_model", lambda settings: slow_build("model", loaded))
+    clarifier, retriever = LazyClarifier(Settings()), LazyRetriever(Settings())
+    chat = LocalChatModel(settings=Settings())
+    with ThreadPoolExecutor(6) as pool:
+        got = [pool.submit(lambda: (clarifier.get(), retriever.get(), chat._loaded())) for _ in range(6)]
+        results = [f.result(timeout=TIMEOUT) for f in got]
+    assert sorted(builds) == ["clarifier", "model", "retriever"]
+    assert len({tuple(map(id, r)) for r in results}) == 1
+
+
+# ---------------------------------------------------------------- a cancelled turn
+
+
+def test_a_turn_cancelled_mid_generation_leaves_the_models_thread_serving_the_next():
+    """A client that goes away (the astream task cancelled) while the answer generates: the next
+    turn is served and is what it is alone. (The cancelled answer still generates to its end first,
+    in the executor's thread: README, Python API.)"""
+    graph = tiny_graph(slowed_tiny_model(0.01), threshold=1.1, max_new_tokens=60)
+    alone = texts(graph.invoke(user(TURNS[1]), thread("alone")))
+
+    async def cancel_then_next() -> tuple[int, dict[str, Any]]:
+        tokens = 0
+
+        async def stream() -> None:
+            nonlocal tokens
+            async for mode, _ in graph.astream(user(TURNS[0]), thread("gone"), stream_mode=["updates", "messages"]):
+                tokens += mode == "messages"
+                if tokens == 3:
+                    reading.set()
+
+        reading = asyncio.Event()
+        task = asyncio.create_task(stream())
+        await reading.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return tokens, await graph.ainvoke(user(TURNS[1]), thread("next"))
+
+    tokens, after = asyncio.run(asyncio.wait_for(cancel_then_next(), TIMEOUT))
+    assert tokens == 3 and texts(after) == alone
+    assert torch_thread.submit(lambda: 42).result(timeout=TIMEOUT) == 42
+
+
+def test_a_process_whose_turn_was_cancelled_mid_generation_exits_cleanly(tmp_path: Path):
+    script = tmp_path / "cancel.py"
+    script.write_text(f"""
+import asyncio, sys
+sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
+from test_graph_concurrency import slowed_tiny_model, thread, tiny_graph, user
+
+graph = tiny_graph(slowed_tiny_model(0.01), threshold=1.1, max_new_tokens=60)
+
+async def main():
+    async def stream():
+        async for mode, _ in graph.astream(user("how do i turn on sync"), thread("t"), stream_mode=["messages"]):
+            started.set()
+    started = asyncio.Event()
+    task = asyncio.create_task(stream())
+    await started.wait()
+    task.cancel()
+
+asyncio.run(main())
+print("done")
+""")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=TIMEOUT)
+    assert run.returncode == 0 and run.stdout.strip() == "done", run.stderr[-2000:]

@@ -78,3 +78,39 @@ def test_overlong_turn_is_truncated_not_fatal(graph_parts):
                            context={"ask_mode": "message", "post_check": False, "top_k": 1})
     assert isinstance(out["messages"][-1], AIMessage) and out["messages"][-1].text.strip()
     assert len(out["query"]) <= 2 * graph_parts[0].max_input_tokens
+
+
+def test_astream_and_gathered_ainvoke_with_the_real_models(graph_parts):
+    """As a server runs it: `astream` (updates and messages) in interrupt mode and its resume, then
+    two turns gathered with `ainvoke`, each the text it is alone."""
+    import asyncio
+
+    from askbetter.nodes.answer import SOURCES_TAG
+
+    _, _, graph = graph_parts
+    config = {"configurable": {"thread_id": "real-async"}}
+    interrupt = {"ask_mode": "interrupt"}
+    message_mode = {"ask_mode": "message", "post_check": False}
+    turns = ["Where can I park in Berlin?", "How do I export my notes from Nimbus Desktop?"]
+
+    def send(text, name):
+        return {"messages": [("user", text)]}, {"configurable": {"thread_id": f"real-{name}"}}
+
+    async def stream(payload):
+        return [p async for p in graph.astream(payload, config, context=interrupt, stream_mode=["updates", "messages"])]
+
+    async def run():
+        parts = await stream({"messages": [("user", "How do I turn on sync?")]})
+        if any(mode == "updates" and "__interrupt__" in chunk for mode, chunk in parts):
+            parts += await stream(Command(resume="Nimbus Desktop"))
+        gathered = await asyncio.gather(*(graph.ainvoke(*send(t, f"g{i}"), context=message_mode) for i, t in enumerate(turns)))
+        return parts, gathered
+
+    parts, gathered = asyncio.run(asyncio.wait_for(run(), 300))
+    final = graph.get_state(config).values["messages"][-1]
+    assert isinstance(final, AIMessage) and "\n\nSources:\n[1] " in final.text
+    answer = [chunk for mode, chunk in parts if mode == "messages" and chunk[1]["langgraph_node"] == "answer"]
+    assert len(answer) > 2 and answer[-1][1]["tags"] == [SOURCES_TAG]  # its tokens, then its Sources
+    assert "".join(m.text for m, _ in answer) == final.text
+    alone = [graph.invoke(*send(t, f"a{i}"), context=message_mode) for i, t in enumerate(turns)]
+    assert [[m.text for m in s["messages"]] for s in gathered] == [[m.text for m in s["messages"]] for s in alone]

@@ -114,31 +114,31 @@ def test_astream_streams_updates_and_the_answers_tokens_then_its_sources():
 
 def test_the_event_loop_runs_on_while_a_turn_generates():
     """LangGraph runs the sync nodes in an executor, and the models' thread waits in neither: other
-    coroutines (a server's other requests) run between the answer's tokens."""
+    coroutines (a server's other requests) run between the answer's tokens. (Counted, not timed.)"""
     graph = tiny_graph(slowed_tiny_model(0.02), threshold=1.1, max_new_tokens=40)
 
-    async def turn_and_ticks() -> tuple[float, list[float]]:
-        gaps: list[float] = []
+    async def ticks_between_first_and_last_token() -> list[int]:
+        ticks = 0
         done = asyncio.Event()
 
         async def tick() -> None:
-            last = time.monotonic()
+            nonlocal ticks
             while not done.is_set():
-                await asyncio.sleep(0.01)
-                gaps.append(time.monotonic() - last)
-                last = time.monotonic()
+                await asyncio.sleep(0.001)
+                ticks += 1
 
         ticker = asyncio.create_task(tick())
-        start = time.monotonic()
-        async for _ in graph.astream(user("how do i turn on sync"), thread("loop"), stream_mode=["updates", "messages"]):
-            pass
-        took = time.monotonic() - start
+        at_tokens: list[int] = []
+        async for mode, chunk in graph.astream(user("how do i turn on sync"), thread("loop"),
+                                               stream_mode=["updates", "messages"]):
+            if mode == "messages" and chunk[1].get("langgraph_node") == "answer" and chunk[0].text:
+                at_tokens.append(ticks)
         done.set()
         await ticker
-        return took, gaps
+        return at_tokens
 
-    took, gaps = asyncio.run(asyncio.wait_for(turn_and_ticks(), TIMEOUT))
-    assert took > 0.5 and max(gaps) < min(0.25, took / 4), (took, max(gaps))
+    at_tokens = asyncio.run(asyncio.wait_for(ticks_between_first_and_last_token(), TIMEOUT))
+    assert len(at_tokens) > 2 and at_tokens[-1] > at_tokens[0], at_tokens
 
 
 # ---------------------------------------------------------------- several turns at once
@@ -224,7 +224,7 @@ def test_a_turn_cancelled_mid_generation_leaves_the_models_thread_serving_the_ne
         return tokens, await graph.ainvoke(user(TURNS[1]), thread("next"))
 
     tokens, after = asyncio.run(asyncio.wait_for(cancel_then_next(), TIMEOUT))
-    assert tokens == 3 and texts(after) == alone
+    assert tokens >= 3 and texts(after) == alone  # more chunks may be read before the cancel lands
     assert torch_thread.submit(lambda: 42).result(timeout=TIMEOUT) == 42
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tqdm import tqdm
 
+from askbetter import torch_thread
 from askbetter.clarifier.contrast import with_contrasts
 from askbetter.clarifier.examples import (
     Example,
@@ -706,8 +707,9 @@ def finish(model: PeftModel, tokenizer: PreTrainedTokenizerBase, cfg: TrainConfi
 
         clarifier = LocalClarifier(LoadedModel(model, tokenizer, out), max_input_tokens=cfg.max_input_tokens,
                                    prompt_style=cfg.prompt_style)
-        record = {"file": str(dev_file), **threshold_on(dev, clarifier.score), "device": cfg.device,
-                  "dtype": dtype}
+        with torch_thread.in_this_thread():  # the thread that trained: one OpenMP team
+            scored = threshold_on(dev, clarifier.score)
+        record = {"file": str(dev_file), **scored, "device": cfg.device, "dtype": dtype}
         store_threshold(out, record)
         log.warning("Adapter written to %s (threshold %.3f)", out, record["threshold"])
     else:

@@ -82,3 +82,13 @@ def test_a_forked_child_runs_jobs_on_a_thread_of_its_own() -> None:
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_in_this_thread_keeps_the_models_work_in_the_calling_thread_for_the_block() -> None:
+    """`askbetter train` scores dev in the thread that trained (one OpenMP team, not two)."""
+    here = threading.current_thread()
+    with torch_thread.in_this_thread():
+        assert torch_thread.submit(threading.current_thread).result() is here
+        with ThreadPoolExecutor(1) as other:  # other threads still hand their work over
+            assert other.submit(lambda: torch_thread.submit(threading.current_thread).result()).result().name == "askbetter-torch"
+    assert torch_thread.submit(threading.current_thread).result().name == "askbetter-torch"

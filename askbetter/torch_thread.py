@@ -11,8 +11,8 @@ process that runs its turns from many threads still has one team.
 
 Only the work handed over here runs there. A thread that does torch work of its own (`askbetter
 train`'s loop) keeps the models' work it hands over in itself with `in_this_thread()` (train's
-final dev scoring: twice as slow beside a second team, measured). A forked child starts a thread of its own. Nothing here imports the rest of
-the package or torch.
+final dev scoring: twice as slow beside a second team, measured). A forked child starts a thread
+of its own. Nothing here imports the rest of the package or torch.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from concurrent.futures import Future
+from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
 P = ParamSpec("P")

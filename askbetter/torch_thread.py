@@ -1,18 +1,19 @@
 """One thread for the models' work: loading, forward passes, generation, embeddings.
 
-PyTorch's CPU kernels split each operation over a team of OpenMP (libgomp) threads, and every
-thread that calls into torch gets a team of its own. Once two teams exist (say the main thread's,
-which loaded the models, and the LangGraph worker thread's that runs a node, as under
+PyTorch's CPU kernels split each operation over a team of OpenMP (libgomp) threads, and every thread
+that calls into torch gets a team of its own. Once two teams exist (say the main thread's, which
+loaded the models, and the LangGraph worker thread's that runs a node, as under
 `stream_mode="messages"`), they hold more threads than the machine has cores, and libgomp stops
-letting idle workers spin between operations: each of generation's many small matrix products
-then waits for its workers to wake. On a 2-core machine a 20-token clarification question took
-3.0 s instead of 1.5 s that way. So the models' work is queued to one long-lived thread, and a
-process that runs its turns from many threads still has one team.
+letting idle workers spin between operations: each of generation's many small matrix products then
+waits for its workers to wake. On a 2-core machine a turn whose check asks a 20-token question took
+3.0 s instead of 1.3 s that way (`scripts/bench_turn.py float32@caller float32`). So the models'
+work is queued to one long-lived thread, and a process that runs its turns from many threads still
+has one team.
 
 Only the work handed over here runs there. A thread that does torch work of its own (`askbetter
-train`'s loop) keeps the models' work it hands over in itself with `in_this_thread()` (train's
-final dev scoring: twice as slow beside a second team, measured). A forked child starts a thread
-of its own. Nothing here imports the rest of the package or torch.
+train`'s loop) keeps the models' work it hands over in itself with `in_this_thread()` (train's final
+dev scoring, which would otherwise run beside the training thread's team). A forked child starts a
+thread of its own. Nothing here imports the rest of the package or torch.
 """
 
 from __future__ import annotations

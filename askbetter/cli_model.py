@@ -15,6 +15,7 @@ from typing import Any
 
 from askbetter.clarifier.prompt import PROMPT_STYLES
 from askbetter.cli import UsageError, settings_from
+from askbetter.settings import nearest_existing
 
 
 def add_data(subparsers: Any) -> None:
@@ -133,7 +134,7 @@ def _check_outputs(paths: Mapping[str, Path | None], folders: bool) -> None:
                 raise UsageError(f"{flag} is a {other}: name a {wanted}")
             writable = path
         else:  # absolute: a relative path's parents end before the working folder's (`.` has none)
-            writable = next(p for p in path.absolute().parents if p.exists())  # the root always exists
+            writable = nearest_existing(path.absolute())
             if not writable.is_dir():
                 raise UsageError(f"{flag}: {writable} is a file, not a folder")
         if not os.access(writable, os.W_OK):

@@ -206,15 +206,19 @@ def _check_model_folder(label: str, spec: str) -> None:
         raise ValueError(f"{label} names the folder {spec}, which does not exist")
 
 
+def nearest_existing(path: Path) -> Path:
+    """`path` when it exists, else the nearest of its parents that does (a relative path's parents
+    end at `.`, an absolute one's at the root: one always does)."""
+    return next(p for p in (path, *path.parents) if p.exists())
+
+
 def _check_folder(label: str, path: Path) -> None:
     """A folder setting must not name a file, nor a path under one: the folder could not be made
     there (found at start, not when a model first writes into it)."""
-    for existing in (path, *path.parents):
-        if existing.exists():
-            if not existing.is_dir():
-                where = "is a file" if existing == path else f"lies under the file {existing}"
-                raise ValueError(f"{label} names {path}, which {where}: name a folder")
-            return
+    existing = nearest_existing(path)
+    if not existing.is_dir():
+        where = "is a file" if existing == path else f"lies under the file {existing}"
+        raise ValueError(f"{label} names {path}, which {where}: name a folder")
 
 
 def _check_chroma_host(label: str, host: str) -> None:

@@ -79,13 +79,12 @@ def ingest(
     sizes = [_size(path) for path in files]
     with tqdm(total=sum(sizes), desc="ingest", unit="B", unit_scale=True, unit_divisor=1024,
               disable=not progress) as bar:
-        batches = _Batches(collection, batch_size, report, bar)
+        batches = _Batches(collection, batch_size, report)
         for path, size in zip(files, sizes):
             read = _read(path, chunk_size, chunk_overlap, report)
-            if read is None:
-                bar.update(size)
-            else:
-                batches.add(read, size)
+            if read is not None:
+                batches.add(read)
+            bar.update(size)  # read and chunked: stored, but for at most one batch
         batches.flush()
     return report
 
@@ -100,25 +99,19 @@ class _Batches:
     """Chunks waiting to be stored, `batch_size` at a time, and the files whose last chunk waits
     with them: once it is stored, the file's stale chunks are removed (`_remove_stale`)."""
 
-    def __init__(self, collection: "Collection", batch_size: int, report: IngestReport, bar: tqdm) -> None:
+    def __init__(self, collection: "Collection", batch_size: int, report: IngestReport) -> None:
         self.collection = collection
         self.batch_size = batch_size
         self.report = report
-        self.bar = bar
         self.chunks: dict[str, tuple[str, Metadata]] = {}
-        self.done_bytes = 0  # the progress the waiting chunks stand for
         self.files: list[tuple[str, set[str]]] = []  # (file, its current chunk ids) to clean up
 
-    def add(self, read: _FileChunks, size: int) -> None:
-        """Queue a file's chunks (storing each full batch), each standing for its share of `size`."""
-        count = len(read.chunks)
-        for index, (key, chunk) in enumerate(read.chunks.items()):
+    def add(self, read: _FileChunks) -> None:
+        """Queue a file's chunks, storing each full batch."""
+        for key, chunk in read.chunks.items():
             self.chunks[key] = chunk
-            self.done_bytes += size * (index + 1) // count - size * index // count
             if len(self.chunks) >= self.batch_size:
                 self.flush()
-        if not count:
-            self.done_bytes += size
         if not read.partly_read:  # a broken line's chunks stay until the line is fixed
             self.files.append((read.file, set(read.chunks)))
         if not self.chunks:  # its last chunk is stored already
@@ -131,8 +124,6 @@ class _Batches:
             self.report.chunks_added += added
             self.report.chunks_present += len(self.chunks) - added
             self.chunks = {}
-        self.bar.update(self.done_bytes)
-        self.done_bytes = 0
         for file, current in self.files:
             self.report.chunks_removed += _remove_stale(self.collection, file, current)
         self.files = []

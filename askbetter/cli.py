@@ -177,7 +177,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     graph = build_graph(settings)
     printer = TurnPrinter()
     config: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    print(f"askbetter chat ({context['ask_mode']} mode, collection {settings.collection!r}); /quit to leave")
+    print(f"askbetter chat ({context['ask_mode']} mode, collection {settings.collection!r}); "
+          "Ctrl-C stops a turn, /quit leaves")
     paused = False  # interrupt mode: the graph waits for the reply to its question
     while True:
         try:
@@ -201,6 +202,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
         except RetrievalError as exc:  # e.g. the Chroma server went away: this turn fails, not the chat
             print_error(exc)
             paused = False
+            continue
+        except KeyboardInterrupt:  # Ctrl-C in a turn stops it (its answer halts at once), not the chat
+            printer.stopped()
+            paused = bool(graph.get_state(config).interrupts)
             continue
         printer.outcome(result)
         paused = result.interrupt is not None

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
@@ -30,7 +30,7 @@ from askbetter.graph.context import Context, default_context, resolve_context
 from askbetter.graph.defaults import LazyClarifier, LazyRetriever, REWRITE_MAX_NEW_TOKENS, local_chat_model
 from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE
 from askbetter.graph.state import InputState, RagState
-from askbetter.nodes.answer import answer
+from askbetter.nodes.answer import aanswer, answer
 from askbetter.nodes.ask_user import ask_user, await_reply
 from askbetter.nodes.messages import ChatModel, last_user_text
 from askbetter.nodes.post_check import post_check
@@ -102,6 +102,9 @@ def create_clarifying_rag(
     def answer_node(state: RagState) -> Update:
         return answer(state, model=answer_model)
 
+    async def aanswer_node(state: RagState) -> Update:
+        return await aanswer(state, model=answer_model)
+
     def edge(route: Callable[[Mapping[str, Any], Context], str]) -> Callable[..., str]:
         def branch(state: RagState, runtime: Runtime[Context]) -> str:
             return route(state, read(runtime))
@@ -115,7 +118,8 @@ def create_clarifying_rag(
     builder.add_node(POST_CHECK, post_check_node)
     builder.add_node(ASK_USER, ask_user_node)
     builder.add_node(AWAIT_REPLY, await_reply_node)
-    builder.add_node(ANSWER, answer_node)
+    # both ways: async runs await the answer model, so cancelling one stops its generation
+    builder.add_node(ANSWER, RunnableLambda(answer_node, afunc=aanswer_node, name=ANSWER))
     builder.add_edge(START, REWRITE)
     builder.add_conditional_edges(REWRITE, edge(routing.after_rewrite), [PRE_CHECK, RETRIEVE, ANSWER])
     builder.add_conditional_edges(PRE_CHECK, edge(routing.after_pre_check), [ASK_USER, RETRIEVE])

@@ -7,8 +7,9 @@ for the answer's tokens) and returns what the turn ended with: a question or an 
 
 from __future__ import annotations
 
+import asyncio
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -77,12 +78,30 @@ def run_turn(
     """Run the graph on `payload` (`{"messages": [...]}` or `Command(resume=...)`) until the turn
     ends or pauses. `context` is the full run context (e.g. `default_context(settings)`): the
     descriptions quote its `max_rounds`. `on_step` sees each node's step as it finishes, `on_token`
-    the answer model's tokens (not the Sources list's chunk: the result's answer has it)."""
+    the answer model's tokens (not the Sources list's chunk: the result's answer has it).
+
+    The graph runs async (`astream` under `asyncio.run`; the checkpointer must have async methods,
+    as LangGraph's in-memory, Postgres and async SQLite ones do), so a Ctrl-C cancels the turn and
+    halts the answer's generation at once, where LangGraph's sync `stream` would first wait for the
+    running node to finish. From async code, await `arun_turn`."""
+    return asyncio.run(arun_turn(graph, payload, config, context, on_step=on_step, on_token=on_token))
+
+
+async def arun_turn(
+    graph: Pregel[Any, Context, Any, Any],
+    payload: Any,
+    config: RunnableConfig,
+    context: Context,
+    *,
+    on_step: Callable[[Step], None] | None = None,
+    on_token: Callable[[str], None] | None = None,
+) -> TurnResult:
+    """`run_turn` in a running event loop."""
     result = TurnResult()
-    view = dict(graph.get_state(config).values)  # the state the next step's routing sees
+    view = dict((await graph.aget_state(config)).values)  # the state the next step's routing sees
     # (mode, chunk) pairs, as a list of stream modes gives; LangGraph's annotation says each is a dict
-    parts: Iterator[Any] = graph.stream(payload, config, context=context, stream_mode=["updates", "messages"])
-    for mode, chunk in parts:
+    parts: AsyncIterator[Any] = graph.astream(payload, config, context=context, stream_mode=["updates", "messages"])
+    async for mode, chunk in parts:
         if mode == "messages":
             message, meta = chunk
             model_token = meta.get("langgraph_node") == ANSWER and SOURCES_TAG not in meta.get("tags", ())
@@ -99,7 +118,7 @@ def run_turn(
             result.steps.append(step)
             if on_step:
                 on_step(step)
-    result.state = dict(graph.get_state(config).values)
+    result.state = dict((await graph.aget_state(config)).values)
     return result
 
 
@@ -183,5 +202,10 @@ class TurnPrinter:
                 print(displayable(result.answer[len(streamed):]), file=self.out)
             else:
                 print(("\n" if self.streamed else "askbetter: ") + displayable(result.answer), file=self.out)
+        self.streamed = ""
+
+    def stopped(self) -> None:
+        """The turn was stopped (Ctrl-C) before its outcome."""
+        print(("\n" if self.streamed else "") + "(stopped)", file=self.out)
         self.streamed = ""
 

@@ -1,8 +1,8 @@
 """The `answer` node: answer the standalone query from the numbered passages, citing them as [n].
 
 Any LangChain chat model works (bound or wrapped too, or a chain ending in one that returns a str).
-It is called with `.invoke`, so under LangGraph's `messages` stream mode its tokens stream as they
-are generated (for models that implement `_stream`). The returned message keeps the model's id (so
+It is called with `.invoke` (`.ainvoke` in async runs: `aanswer`), so under LangGraph's `messages`
+stream mode its tokens stream as they are generated (for models that implement `_stream`). The returned message keeps the model's id (so
 streamed chunks and the final message are one message) and gets a `Sources:` list naming the
 numbered passages, so every answer shows what it drew on. The `messages` stream gets that list too,
 as the message's last chunk (tagged `SOURCES_TAG`): LangGraph leaves out a node's returned message
@@ -26,6 +26,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import RunnableConfig
 
 from askbetter.nodes.messages import ChatModel, output_text
 
@@ -40,25 +41,53 @@ NO_PASSAGES = "No passages were found."
 #: in LangGraph's `messages` stream, the chunk holding the answer's `Sources:` list has this tag (its
 #: metadata's "tags")
 SOURCES_TAG = "askbetter:sources"
+_APPENDIX_CONFIG: RunnableConfig = {"tags": [SOURCES_TAG], "run_name": "sources"}
 
 
 def answer(state: Mapping[str, Any], *, model: ChatModel) -> dict[str, Any]:
+    prompt = _prompt(state)
+    if prompt is None:
+        return {"messages": [AIMessage(EMPTY_TURN_REPLY)]}
+    message, appendix = _finish(model.invoke(prompt), state)
+    if appendix is not None:
+        appendix.invoke([], config=_APPENDIX_CONFIG)
+    return {"messages": [message]}
+
+
+async def aanswer(state: Mapping[str, Any], *, model: ChatModel) -> dict[str, Any]:
+    """`answer` for async runs (`ainvoke`, `astream`): the model's `ainvoke`, so a cancelled run
+    cancels the model's call (`LocalChatModel` then halts its generation)."""
+    prompt = _prompt(state)
+    if prompt is None:
+        return {"messages": [AIMessage(EMPTY_TURN_REPLY)]}
+    message, appendix = _finish(await model.ainvoke(prompt), state)
+    if appendix is not None:
+        await appendix.ainvoke([], config=_APPENDIX_CONFIG)
+    return {"messages": [message]}
+
+
+def _prompt(state: Mapping[str, Any]) -> list[BaseMessage] | None:
+    """The answer model's prompt; None for an empty turn."""
     query = state.get("query", "")
     if not query:
-        return {"messages": [AIMessage(EMPTY_TURN_REPLY)]}
-    passages = state.get("documents", [])
+        return None
     steer = [m.text.strip() for m in state.get("messages", []) if isinstance(m, SystemMessage) and m.text.strip()]
-    response = model.invoke(answer_prompt(query, passages, steer))
+    return answer_prompt(query, state.get("documents", []), steer)
+
+
+def _finish(response: object, state: Mapping[str, Any]) -> tuple[AIMessage, _Appendix | None]:
+    """The answer message (the model's text and the Sources list) and, when the message has an id
+    the stream knows, the chat model that streams the Sources list as its last chunk."""
+    passages = state.get("documents", [])
     appendix = "\n\n" + sources(passages) if passages else ""
     content = output_text(response, "the answer model").strip() + appendix
     if isinstance(response, BaseMessage):
         message = AIMessage(content, id=response.id, response_metadata=response.response_metadata)
     else:
         message = AIMessage(content)
-    if appendix and message.id is not None:
-        appendix_model = _Appendix(text=appendix, message_id=message.id)
-        appendix_model.invoke([], config={"tags": [SOURCES_TAG], "run_name": "sources"})
-    return {"messages": [message]}
+    if not appendix or message.id is None:
+        return message, None
+    return message, _Appendix(text=appendix, message_id=message.id)
 
 
 def answer_prompt(query: str, passages: Sequence[Mapping[str, Any]], steer: Sequence[str] = ()) -> list[BaseMessage]:

@@ -94,7 +94,9 @@ class LocalChatModel(BaseChatModel):
         """Generate on the models' thread (`askbetter.torch_thread`) and yield the decoded text as it
         comes, up to the first stop string.
 
-        Generation halts as soon as a stop string shows up or the caller stops reading."""
+        Generation halts as soon as a stop string shows up or the caller stops reading: a sync
+        caller that closes or drops the stream, or an async one cancelled (LangChain's `_astream`
+        reads this generator in an executor; the cancelled reader drops it, which closes it)."""
         import torch
         from transformers import StoppingCriteriaList, TextIteratorStreamer
 

@@ -3,7 +3,9 @@ tests that need a real transformers model but no files (fast)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -36,3 +38,22 @@ def tiny_llama(seed: int = 0):
                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
                          bos_token_id=1, eos_token_id=2, pad_token_id=0)
     return LlamaForCausalLM(config).eval()
+
+
+def slowed_tiny_model(seconds_a_step: float = 0.0, steps: list[int] | None = None):
+    """The tiny model and tokenizer as a `LoadedModel`, each forward pass `seconds_a_step` longer (a
+    generation long enough to watch, cancel or overlap); each pass appends 1 to `steps` when given
+    (to count them)."""
+    from askbetter.clarifier.assets import LoadedModel
+
+    model = tiny_llama()
+    forward = model.forward
+
+    def slow_forward(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(seconds_a_step)
+        if steps is not None:
+            steps.append(1)
+        return forward(*args, **kwargs)
+
+    model.forward = slow_forward
+    return LoadedModel(model=model, tokenizer=tiny_tokenizer())

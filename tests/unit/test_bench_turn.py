@@ -75,14 +75,18 @@ def test_a_turn_is_timed_node_by_node_and_its_path_described() -> None:
 
 
 class RecordingGraph:
-    """A compiled graph that records the stream modes each run asked for."""
+    """A compiled graph that records how each run streamed: the method and its stream modes."""
 
     def __init__(self, graph) -> None:
         self.graph, self.modes = graph, []
 
     def stream(self, *args, **kwargs):
-        self.modes.append(kwargs.get("stream_mode"))
+        self.modes.append(("stream", kwargs.get("stream_mode")))
         return self.graph.stream(*args, **kwargs)
+
+    def astream(self, *args, **kwargs):
+        self.modes.append(("astream", kwargs.get("stream_mode")))
+        return self.graph.astream(*args, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self.graph, name)
@@ -90,7 +94,7 @@ class RecordingGraph:
 
 def test_a_turn_is_timed_through_the_cli_s_code_path() -> None:
     """The benchmark runs a turn as `askbetter ask` does (`run_turn`: updates and messages
-    streamed), so that its times are what users wait for."""
+    streamed, async), so that its times are what users wait for."""
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -111,7 +115,7 @@ def test_a_turn_is_timed_through_the_cli_s_code_path() -> None:
     turn = bench_turn.TURNS["post-ask"]
     cli = run_turn(graph, {"messages": turn}, {"configurable": {"thread_id": "cli"}}, context)
     times, steps = bench_turn.timed_turn(graph, turn, {"configurable": {"thread_id": "bench"}}, context)
-    assert graph.modes[1] == graph.modes[0]
+    assert graph.modes == [("astream", ["updates", "messages"])] * 2
     assert [step.node for step in cli.steps] == [node for node, _ in steps] == list(times)[:-1]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -14,11 +15,14 @@ from askbetter import cli
 from askbetter.clarifier.assets import ModelPackageMissing
 from askbetter.graph.factory import create_clarifying_rag
 from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
+from askbetter.graph.trace import TurnPrinter
+from askbetter.nodes.chat_model import LocalChatModel
 from askbetter.retrieval.errors import RetrievalError
 from askbetter.retrieval.store import make_client, open_collection
 from askbetter.settings import Settings
 from chroma_server import start_chroma_server
 from hash_embedding import HashEmbedding
+from tiny_model import slowed_tiny_model
 
 PASSAGES = [
     {"id": "c1", "title": "Sync in Nimbus Cloud", "text": "Admins turn on Cloud Sync.", "score": 0.81},
@@ -270,6 +274,44 @@ def test_chat_reports_a_failed_turn_and_goes_on(monkeypatch, capsys):
         "askbetter: error: cannot reach Chroma at 127.0.0.1:8000 ([Errno 111] Connection refused)\n"
     )
     assert "askbetter: Choose Preferences > Sync [2]." in captured.out
+
+
+def test_ctrl_c_in_a_chat_turn_halts_its_answer_and_the_chat_goes_on(monkeypatch, capsys):
+    """The answer generates with a real (tiny) model; Ctrl-C at its third token stops the turn:
+    generation halts within a step or two (not its 60 tokens), and the next line is answered."""
+    steps: list[int] = []
+    chat = LocalChatModel(loaded=slowed_tiny_model(0.005, steps), max_new_tokens=60)
+    starts: list[int] = []  # the model's steps so far as a turn with history starts (the second)
+
+    def rewrite(messages):
+        starts.append(len(steps))
+        return messages[-1].text
+
+    def build_graph(settings):
+        return create_clarifying_rag(
+            clarifier=ScriptedClarifier(pre=[None, None], post=[None, None]), retriever=StaticRetriever(PASSAGES),
+            answer_model=chat, rewriter=rewrite, settings=settings,
+        ).compile(checkpointer=InMemorySaver())
+
+    pressed: list[int] = []  # the model's steps so far at the Ctrl-C
+    tokens: list[str] = []
+    token = TurnPrinter.token
+
+    def press_ctrl_c_at_the_third_token(self, text):
+        token(self, text)
+        tokens.append(text)
+        if len(tokens) == 3:
+            pressed.append(len(steps))
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(cli, "build_graph", build_graph)
+    monkeypatch.setattr(TurnPrinter, "token", press_ctrl_c_at_the_third_token)
+    monkeypatch.setattr("sys.stdin", io.StringIO("how do i turn on sync\nopen the preferences\n/quit\n"))
+    assert cli.main(["chat"]) == 0
+    out = capsys.readouterr().out
+    assert pressed and starts[0] - pressed[0] <= 3, (pressed, starts)
+    first, second = out.split("(stopped)\n")
+    assert second.count("askbetter: ") == 1 and "Sources:" in second and "Sources:" not in first
 
 
 def test_ingest_into_a_server_that_stops_mid_run_keeps_what_it_stored(chroma_server, tmp_path, monkeypatch, capsys):

@@ -7,7 +7,8 @@
      "kind": "ambiguous|underspecified|missing-fact|hard-negative|clear"}
 
 The label is `clarification is not None`. `kind` and `source` are informative only: a file from
-elsewhere may leave them out, and they read as `UNKNOWN`.
+elsewhere may leave them out, and they read as `UNKNOWN`; an example without an id (or a null one)
+is named by its line in the file (`line-7`).
 """
 
 from __future__ import annotations
@@ -58,12 +59,15 @@ def check_documents(example: Example) -> list[Document] | None:
     return example["documents"] if example["setting"] == "post" else None
 
 
-def validate_example(obj: Any) -> Example:
-    """Check one parsed JSON value against the schema and return it; raise ValueError if not."""
+def validate_example(obj: Any, default_id: str | None = None) -> Example:
+    """Check one parsed JSON value against the schema and return it; raise ValueError if not. An
+    id left out or null reads as `default_id` when one is given."""
     if not isinstance(obj, dict):
         raise ValueError("an example must be a JSON object")
     if not encodes_as_utf8(obj):
         raise ValueError(NOT_UTF8)
+    if obj.get("id") is None and default_id is not None:
+        obj["id"] = default_id
     for key in ("id", "messages", "clarification"):
         if key not in obj:
             raise ValueError(f"missing key {key!r}")
@@ -130,7 +134,7 @@ def iter_examples(path: str | Path) -> Iterator[Example]:
             if not line.strip():
                 continue
             try:
-                yield validate_example(json.loads(line))
+                yield validate_example(json.loads(line), default_id=f"line-{lineno}")
             except ValueError as exc:  # json.JSONDecodeError is one
                 raise ExampleFormatError(f"{path}:{lineno}: not a valid example: {exc}") from exc
 

@@ -232,11 +232,14 @@ def test_load_examples_from_elsewhere_with_bare_passages_a_blank_reference_or_no
     assert [ex["setting"] for ex in loaded[2:]] == ["pre", "post"]
 
 
-def test_load_examples_reads_a_numeric_id_as_text_and_refuses_a_null_one(tmp_path):
+def test_load_examples_reads_a_numeric_id_as_text_and_names_one_without_an_id_by_its_line(tmp_path):
     # the predictions' ids are text (scripts/compare_predictions.py reads their suffixes)
     [loaded] = ev.load_examples(write_jsonl(tmp_path / "numeric.jsonl", [{**EXAMPLES[0], "id": 7}]))
     assert loaded["id"] == "7"
-    for bad in (None, ["a"], True):
+    unnamed = {k: v for k, v in EXAMPLES[2].items() if k != "id"}
+    path = write_jsonl(tmp_path / "no_id.jsonl", [EXAMPLES[0], {**EXAMPLES[1], "id": None}, unnamed])
+    assert [ex["id"] for ex in ev.load_examples(path)] == ["ex-0", "line-2", "line-3"]
+    for bad in (["a"], True):
         path = write_jsonl(tmp_path / "bad_id.jsonl", [EXAMPLES[0], {**EXAMPLES[1], "id": bad}])
         with pytest.raises(ExampleFormatError, match=re.escape(f"bad_id.jsonl:2: not a valid example: id must be a string or a whole number, not {bad!r}")):
             ev.load_examples(path)

@@ -81,9 +81,9 @@ def run_turn(
     the answer model's tokens (not the Sources list's chunk: the result's answer has it).
 
     The graph runs async (`astream` under `asyncio.run`; the checkpointer must have async methods,
-    as LangGraph's in-memory, Postgres and async SQLite ones do), so a Ctrl-C cancels the turn and
-    halts the answer's generation at once, where LangGraph's sync `stream` would first wait for the
-    running node to finish. From async code, await `arun_turn`."""
+    as LangGraph's `InMemorySaver`, `AsyncSqliteSaver` and `AsyncPostgresSaver` do), so a Ctrl-C
+    cancels the turn and halts the answer's generation at once, where LangGraph's sync `stream`
+    would first wait for the running node to finish. From async code, await `arun_turn`."""
     return asyncio.run(arun_turn(graph, payload, config, context, on_step=on_step, on_token=on_token))
 
 

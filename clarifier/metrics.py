@@ -52,9 +52,12 @@ def classification(
 ) -> Figures:
     """Accuracy, precision/recall/F1 of "clarify", macro-F1 and ROC-AUC of the score.
 
-    With no examples every figure is None; `auc` is None when only one class is present.
-    Macro-F1 averages the classes that occur in the labels or the predictions (a perfect run on
-    examples of one label scores 1). A score that is not a finite number (NaN) is a ValueError.
+    With no examples every figure is None; `auc` is None when only one class is present, and so
+    is a ratio with nothing to count: precision with no "clarify" predicted, recall with none in
+    the labels, F1 with neither (a subset of clear examples, all judged clear, has no F1-clarify,
+    rather than 0). Macro-F1 averages the classes that occur in the labels or the predictions (a
+    perfect run on examples of one label scores 1). A score that is not a finite number (NaN) is a
+    ValueError.
     """
     _check_aligned(labels, predictions, scores)
     if bad := count_not_finite(scores):
@@ -66,14 +69,19 @@ def classification(
     both_classes = len(set(y)) == 2
     return {
         "accuracy": float(accuracy_score(y, p)),
-        "precision_clarify": float(precision_score(y, p, zero_division=0)),
-        "recall_clarify": float(recall_score(y, p, zero_division=0)),
-        "f1_clarify": float(f1_score(y, p, zero_division=0)),
+        "precision_clarify": _defined(precision_score(y, p, zero_division=np.nan)),
+        "recall_clarify": _defined(recall_score(y, p, zero_division=np.nan)),
+        "f1_clarify": _defined(f1_score(y, p, zero_division=np.nan)),
         "macro_f1": float(f1_score(y, p, average="macro", zero_division=0)),
         "auc": float(roc_auc_score(y, list(scores))) if both_classes else None,
         "n": n,
         "n_clarify": sum(y),
     }
+
+
+def _defined(value: float) -> float | None:
+    """scikit-learn's NaN for a ratio of nothing (`zero_division=np.nan`) as None."""
+    return None if np.isnan(value) else float(value)
 
 
 def count_not_finite(scores: Sequence[float]) -> int:

@@ -56,8 +56,18 @@ def test_classification_one_class_has_no_auc():
     f = metrics.classification([False, False, False], [False, True, False], [0.1, 0.7, 0.2])
     assert f["auc"] is None
     assert f["accuracy"] == pytest.approx(2 / 3)
-    assert f["precision_clarify"] == 0.0 and f["f1_clarify"] == 0.0
+    assert f["precision_clarify"] == 0.0 and f["f1_clarify"] == 0.0  # one "clarify" predicted, wrongly
+    assert f["recall_clarify"] is None  # no "clarify" in the labels to recall
     assert f["n_clarify"] == 0
+
+
+def test_classification_of_clear_examples_all_judged_clear_has_no_clarify_figures():
+    # nothing to count, not a score of 0 (the README's tables show n/a)
+    f = metrics.classification([False, False], [False, False], [0.1, 0.2])
+    assert f["precision_clarify"] is f["recall_clarify"] is f["f1_clarify"] is None
+    assert f["accuracy"] == f["macro_f1"] == 1.0
+    missed = metrics.classification([True, False], [False, False], [0.1, 0.2])
+    assert missed["precision_clarify"] is None and missed["recall_clarify"] == missed["f1_clarify"] == 0.0
 
 
 def test_classification_macro_f1_averages_the_classes_that_occur():

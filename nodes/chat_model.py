@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr
 
 from askbetter import torch_thread
@@ -90,13 +91,50 @@ class LocalChatModel(BaseChatModel):
                 run_manager.on_llm_new_token(piece, chunk=chunk)
             yield chunk
 
-    def _pieces(self, messages: list[BaseMessage], stop: list[str] | None) -> Iterator[str]:
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = "".join([piece async for piece in self._apieces(messages, stop)])
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        async for piece in self._apieces(messages, stop):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            if run_manager:
+                await run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+
+    async def _apieces(self, messages: list[BaseMessage], stop: list[str] | None) -> AsyncIterator[str]:
+        """`_pieces` for async callers, each piece read in an executor thread. A cancelled caller
+        halts the generation here, at once: LangChain's default `_astream` and `_agenerate` only
+        dropped the sync stream (which halts it when closed), and whatever keeps the cancellation's
+        traceback (a callback that keeps the error) kept it open, so generation ran on to its end."""
+        halt = threading.Event()
+        pieces = self._pieces(messages, stop, halt)
+        done = object()
+        try:
+            while (piece := await run_in_executor(None, next, pieces, done)) is not done:
+                yield piece
+        finally:
+            halt.set()
+
+    def _pieces(self, messages: list[BaseMessage], stop: list[str] | None,
+                halt: threading.Event | None = None) -> Iterator[str]:
         """Generate on the models' thread (`askbetter.torch_thread`) and yield the decoded text as it
         comes, up to the first stop string.
 
-        Generation halts as soon as a stop string shows up or the caller stops reading: a sync
-        caller that closes or drops the stream, or an async one cancelled (LangChain's `_astream`
-        reads this generator in an executor; the cancelled reader drops it, which closes it)."""
+        Generation halts as soon as a stop string shows up, `halt` is set (from any thread) or the
+        caller closes or drops the stream."""
         import torch
         from transformers import StoppingCriteriaList, TextIteratorStreamer
 
@@ -107,7 +145,7 @@ class LocalChatModel(BaseChatModel):
         input_ids = self._prompt_ids(messages, tokenizer)
         streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
         pad_id = pad_token_id(tokenizer)
-        halt = threading.Event()
+        halt = halt or threading.Event()
 
         def run() -> None:
             try:

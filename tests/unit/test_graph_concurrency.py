@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessageChunk, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -214,6 +215,56 @@ def test_a_turn_cancelled_mid_generation_halts_it_and_the_models_thread_serves_t
     tokens, steps_after_cancel, after = asyncio.run(asyncio.wait_for(cancel_then_next(), TIMEOUT))
     assert tokens >= 3 and steps_after_cancel <= 3, steps_after_cancel
     assert texts(after) == alone
+
+
+class KeepErrors(BaseCallbackHandler):
+    """A callback handler that keeps the errors it is told of (as one that reports them later
+    would): their tracebacks keep the frames they passed through."""
+
+    def __init__(self) -> None:
+        self.errors: list[BaseException] = []
+
+    def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
+        self.errors.append(error)
+
+    def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
+        self.errors.append(error)
+
+
+@pytest.mark.parametrize("how", ["ainvoke", "astream updates", "astream messages, errors kept"])
+def test_a_turn_cancelled_mid_answer_halts_its_generation_however_it_runs(how: str):
+    """The answer is the only model call: cancelled at its third forward step, its generation halts
+    within a step or two (not its 60), whether the model streams (`messages` mode) or not, and
+    whatever keeps the cancellation's traceback."""
+    steps: list[int] = []
+    graph = create_clarifying_rag(
+        clarifier=ScriptedClarifier(pre=[None], post=[None]), retriever=StaticRetriever(PASSAGES),
+        answer_model=LocalChatModel(loaded=slowed_tiny_model(0.01, steps), max_new_tokens=60),
+        rewriter=lambda messages: messages[-1].text, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    keep = KeepErrors()
+    config = {**thread(how), "callbacks": [keep]}
+
+    async def run() -> None:
+        if how == "ainvoke":
+            await graph.ainvoke(user(TURNS[0]), config)
+            return
+        mode = "updates" if how == "astream updates" else "messages"
+        async for _ in graph.astream(user(TURNS[0]), config, stream_mode=mode):
+            pass
+
+    async def cancel_at_the_third_step() -> int:
+        task = asyncio.create_task(run())
+        while len(steps) < 3:
+            await asyncio.sleep(0.001)
+        task.cancel()
+        at_cancel = len(steps)
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wrap_future(torch_thread.submit(lambda: None))  # queued after the generation
+        return len(steps) - at_cancel
+
+    assert asyncio.run(asyncio.wait_for(cancel_at_the_third_step(), TIMEOUT)) < 10  # of the 57 left
 
 
 def test_a_process_whose_turn_was_cancelled_mid_generation_exits_cleanly(tmp_path: Path):

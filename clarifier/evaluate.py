@@ -10,8 +10,9 @@ JSON-ready report whose keys are `REPORT_KEYS`:
   classification figures below are None (`by_setting` keeps its counts), `by_kind` and
   `by_source` are empty;
 - `accuracy`, `precision_clarify`, `recall_clarify`, `f1_clarify`, `macro_f1`, `auc` over all
-  examples ("clarify" is the positive class; precision, recall and F1 are 0 where undefined,
-  macro-F1 averages the classes present, `auc` is None when only one class is present);
+  examples ("clarify" is the positive class; precision, recall and F1 are None where they count
+  nothing (`metrics.classification`), macro-F1 averages the classes present, `auc` is None when
+  only one class is present);
 - `by_setting`: `{"pre": {...}, "post": {...}}`, the same figures per setting;
 - `by_kind`: `{kind: {"accuracy", "n"}}` for each kind present (hard negatives: `hard-negative`);
 - `by_source`: `{source: {setting: {"accuracy", "auc", "n"}}}` for each source and setting present;

@@ -41,3 +41,19 @@ def test_one_source_is_a_clear_error(tmp_path: Path) -> None:
     path.write_text(json.dumps(_row("a", True, 0.9)) + "\n")
     with pytest.raises(SystemExit, match="1 source"):
         threshold_transfer.main(str(path))
+
+
+def test_a_source_with_nothing_to_clarify_has_no_f1_and_the_means_say_over_how_many(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # source c: two clear examples that no threshold here asks on, so F1-clarify counts nothing there
+    rows = [_row("a", False, 0.1), _row("a", False, 0.4), _row("a", True, 0.6), _row("a", True, 0.9),
+            _row("b", False, 0.1), _row("b", False, 0.15), _row("b", True, 0.3), _row("b", True, 0.3),
+            _row("c", False, 0.05), _row("c", False, 0.1)]
+    path = tmp_path / "pred.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    threshold_transfer.main(str(path))
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in capsys.readouterr().out.splitlines()}
+    assert lines["c"].split(" | ")[3:5] == ["1.000, n/a", "1.000, n/a"]  # at 0.35 and at 0.5
+    # at 0.5: accuracy over the three sources, F1 over a (1.000) and b (0.000)
+    assert lines["mean over 3 sources"].split(" | ")[3] == "0.833, 0.500 (F1 of 2)"

@@ -145,7 +145,7 @@ class LocalChatModel(BaseChatModel):
         input_ids = self._prompt_ids(messages, tokenizer)
         streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
         pad_id = pad_token_id(tokenizer)
-        halt = halt or threading.Event()
+        halt = halt if halt is not None else threading.Event()
 
         def run() -> None:
             try:

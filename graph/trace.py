@@ -8,10 +8,11 @@ for the answer's tokens) and returns what the turn ended with: a question or an 
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, ParamSpec, TextIO, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -22,6 +23,9 @@ from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, P
 from askbetter.nodes.answer import SOURCES_TAG, passage_title
 from askbetter.nodes.ask_user import CLARIFICATION_METADATA
 from askbetter.text import displayable
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # the node column of printed steps: as wide as the longest node name
 NODE_WIDTH = max(map(len, (REWRITE, PRE_CHECK, RETRIEVE, POST_CHECK, ASK_USER, AWAIT_REPLY, ANSWER)))
@@ -66,7 +70,7 @@ class TurnResult:
         return self.last_message.text
 
 
-def run_turn(
+async def arun_turn(
     graph: Pregel[Any, Context, Any, Any],
     payload: Any,
     config: RunnableConfig,
@@ -80,23 +84,10 @@ def run_turn(
     descriptions quote its `max_rounds`. `on_step` sees each node's step as it finishes, `on_token`
     the answer model's tokens (not the Sources list's chunk: the result's answer has it).
 
-    The graph runs async (`astream` under `asyncio.run`; the checkpointer must have async methods,
-    as LangGraph's `InMemorySaver`, `AsyncSqliteSaver` and `AsyncPostgresSaver` do), so a Ctrl-C
-    cancels the turn and halts the answer's generation at once, where LangGraph's sync `stream`
-    would first wait for the running node to finish. From async code, await `arun_turn`."""
-    return asyncio.run(arun_turn(graph, payload, config, context, on_step=on_step, on_token=on_token))
-
-
-async def arun_turn(
-    graph: Pregel[Any, Context, Any, Any],
-    payload: Any,
-    config: RunnableConfig,
-    context: Context,
-    *,
-    on_step: Callable[[Step], None] | None = None,
-    on_token: Callable[[str], None] | None = None,
-) -> TurnResult:
-    """`run_turn` in a running event loop."""
+    The graph runs async (`astream`; the checkpointer must have async methods, as LangGraph's
+    `InMemorySaver`, `AsyncSqliteSaver` and `AsyncPostgresSaver` do), so cancelling the turn (a
+    Ctrl-C under `run_turn`) halts the answer's generation at once, where LangGraph's sync `stream`
+    would first wait for the running node to finish."""
     result = TurnResult()
     view = dict((await graph.aget_state(config)).values)  # the state the next step's routing sees
     # (mode, chunk) pairs, as a list of stream modes gives; LangGraph's annotation says each is a dict
@@ -120,6 +111,21 @@ async def arun_turn(
                 on_step(step)
     result.state = dict((await graph.aget_state(config)).values)
     return result
+
+
+def _blocking(coroutine_function: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
+    """`coroutine_function` as a plain function: each call runs it under `asyncio.run` (so a
+    Ctrl-C cancels it, then raises KeyboardInterrupt)."""
+
+    @functools.wraps(coroutine_function)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return asyncio.run(coroutine_function(*args, **kwargs))
+
+    return run
+
+
+#: `arun_turn` for callers with no event loop running (the CLI, the demo, the benchmark)
+run_turn = _blocking(arun_turn)
 
 
 def describe(node: str, update: Mapping[str, Any], view: Mapping[str, Any], context: Context) -> str:

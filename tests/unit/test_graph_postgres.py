@@ -19,24 +19,16 @@ from typing import Any
 
 import psycopg
 import pytest
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.types import Command
 
-from askbetter.graph.factory import create_clarifying_rag
-from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
-from askbetter.settings import Settings
+from askbetter.graph.testing import ScriptedClarifier
+from worker_graph import ANSWER, ASKED, CONTEXT, QUESTION, graph_on
 
 # the test extra installs pgserver where it has a wheel (pyproject.toml): CPython <= 3.12, not Linux on ARM
 pgserver = pytest.importorskip("pgserver", reason="pgserver (the test extra's PostgreSQL) has no wheel here")
 
-PASSAGES = [{"id": "d1", "title": "Sync in Nimbus Desktop", "text": "Choose Preferences > Sync.", "score": 0.7}]
-QUESTION = "Which product: Nimbus Cloud or Nimbus Desktop?"
-ANSWER = "Open Preferences and choose Sync [1]."
-CONTEXT = {"ask_mode": "interrupt"}
-ASKED = ["How do I turn on sync?", QUESTION, "Nimbus Desktop"]  # the paused thread's messages, with the reply
 TIMEOUT = 60  # seconds: a lock between workers fails the test instead of hanging it
 DATABASES = itertools.count()
 
@@ -80,17 +72,6 @@ def database(postgres: str) -> str:
     return new_database(postgres, f"test{next(DATABASES)}")
 
 
-def graph_on(saver: BaseCheckpointSaver, clarifier: ScriptedClarifier, answer: str = ANSWER):
-    """A worker's graph over fakes whose checkpoints live in the database behind `saver`."""
-    return create_clarifying_rag(
-        clarifier=clarifier,
-        retriever=StaticRetriever(PASSAGES),
-        answer_model=GenericFakeChatModel(messages=iter([answer])),
-        rewriter=lambda messages: messages[-1].text,
-        settings=Settings(),
-    ).compile(checkpointer=saver)
-
-
 def thread(name: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": name}}
 
@@ -102,17 +83,17 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.types import Command
 from askbetter.graph.testing import ScriptedClarifier
 sys.path.insert(0, sys.argv[1])
-from test_graph_postgres import ASKED, CONTEXT, graph_on, thread
+from worker_graph import ASKED, CONTEXT, graph_on
 
 with PostgresSaver.from_conn_string(sys.argv[2]) as saver:
     graph = graph_on(saver, ScriptedClarifier(pre=[None], post=[None]))
-    out = graph.invoke(Command(resume=ASKED[2]), thread("t1"), context=CONTEXT)
+    out = graph.invoke(Command(resume=ASKED[2]), {"configurable": {"thread_id": "t1"}}, context=CONTEXT)
 print(json.dumps([[type(m).__name__, m.text] for m in out["messages"]]))
 """
 
 
 def resume_in_another_process(uri: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", RESUME, str(Path(__file__).parent), uri],
+    return subprocess.run([sys.executable, "-c", RESUME, str(Path(__file__).parents[1]), uri],
                           capture_output=True, text=True, timeout=120)
 
 

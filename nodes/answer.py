@@ -5,9 +5,8 @@ It is called with `.invoke` (`.ainvoke` in async runs: `aanswer`), so under Lang
 stream mode its tokens stream as they are generated (for models that implement `_stream` or
 `_astream`). The returned message keeps the model's id (so streamed chunks and the final message
 are one message) and gets a `Sources:` list naming the numbered passages, so every answer shows
-what it drew on. The `messages` stream gets that list too,
-as the message's last chunk (tagged `SOURCES_TAG`): LangGraph leaves out a node's returned message
-whose id it has streamed. A str result has no id to continue: LangGraph streams the returned
+what it drew on. The `messages` stream gets that list too, as the message's last chunk (tagged
+`SOURCES_TAG`): LangGraph leaves out a node's returned message whose id it has streamed. A str result has no id to continue: LangGraph streams the returned
 message whole (after the chunks of a chat model inside the chain, under their own id).
 
 The thread's system messages (a caller's `SystemMessage` in the input, say "Answer in French.")

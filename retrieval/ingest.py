@@ -120,7 +120,7 @@ class _Batches:
     def flush(self) -> None:
         """Store the waiting chunks the collection lacks, then clean up the files they completed."""
         if self.chunks:
-            added = _store_new(self.collection, list(self.chunks), self.chunks)
+            added = _store_new(self.collection, self.chunks)
             self.report.chunks_added += added
             self.report.chunks_present += len(self.chunks) - added
             self.chunks = {}
@@ -212,13 +212,11 @@ def _nothing_to_ingest(folders: list[Path], ignored: list[str]) -> str:
     return message
 
 
-def _store_new(
-    collection: "Collection", ids: list[str], chunks: dict[str, tuple[str, Metadata]]
-) -> int:
-    """Add the chunks among `ids` that the collection lacks; return how many were added."""
+def _store_new(collection: "Collection", chunks: dict[str, tuple[str, Metadata]]) -> int:
+    """Add the chunks (id -> (text, metadata)) that the collection lacks; return how many were added."""
     with chroma_errors(f"writing to collection {collection.name!r} failed", RESUME_ADVICE):
-        present = set(collection.get(ids=ids, include=[])["ids"])
-        new = [i for i in ids if i not in present]
+        present = set(collection.get(ids=list(chunks), include=[])["ids"])
+        new = [i for i in chunks if i not in present]
         if new:
             collection.add(
                 ids=new,

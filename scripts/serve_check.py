@@ -30,8 +30,8 @@ GRAPH = "askbetter"
 AMBIGUOUS = "How do I turn on sync?"
 CLEAR = "How do I turn on sync in Nimbus Desktop?"
 REPLY = "Nimbus Desktop"
-#: above the post-retrieval check's score for CLEAR (0.62 with the shipped adapter), which asks at
-#: the adapter's threshold
+#: above the post-retrieval check's score for CLEAR, which asks at the adapter's threshold (0.62
+#: with the shipped adapter over the bundled corpus: `askbetter ask "$CLEAR" --threshold 0.7` prints it)
 HIGH_THRESHOLD = 0.7
 
 

@@ -101,7 +101,8 @@ def _run_scripted_turn(graph: Any, turn: ScriptedTurn, number: int, settings: Se
         say("   (This query is clear in the corpus, so this question is a false positive of the "
             "clarifier; the scripted user answers it anyway.)")
     say(f"user: {turn.reply}")
-    payload: Command | dict[str, Any] = Command(resume=turn.reply) if result.interrupt is not None else {"messages": [("user", turn.reply)]}
+    payload: Command | dict[str, Any] = (Command(resume=turn.reply) if result.interrupt is not None
+                                         else {"messages": [("user", turn.reply)]})
     result = run_turn(graph, payload, config, context, on_step=printer.step, on_token=printer.token)
     printer.outcome(result)
 

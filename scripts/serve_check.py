@@ -136,10 +136,12 @@ async def check_context(client: LangGraphClient) -> bool:
 
 async def check_cancel(client: LangGraphClient) -> bool:
     thread, other = await new_thread(client), await new_thread(client)
-    cancelled = await stream(client, thread, cancel_at_token=True, input=user(CLEAR), context={"threshold": HIGH_THRESHOLD})
+    cancelled = await stream(client, thread, cancel_at_token=True, input=user(CLEAR),
+                             context={"threshold": HIGH_THRESHOLD})
     status = (await client.runs.get(thread, cancelled.run_id))["status"]
     nxt = await stream(client, other, input=user(AMBIGUOUS))
-    ok = status == "interrupted" and cancelled.first_token_s is not None and cancelled.seconds - cancelled.first_token_s < 5
+    ok = (status == "interrupted" and cancelled.first_token_s is not None
+          and cancelled.seconds - cancelled.first_token_s < 5)
     return report(
         "cancel",
         ok,

@@ -235,9 +235,10 @@ def run_eval(
     predictions = predict(examples, clarifier, generate_questions=generate_questions, desc=name)
     if predictions_out is not None:  # first: a report that fails (a NaN score) keeps the run's output
         write_predictions(predictions_out, predictions)
+    # no figures: a report of them would be misread (and before `summarize`, which may load MiniLM)
+    if bad := metrics.count_not_finite([p.score for p in predictions]):
+        raise ValueError(metrics.not_finite_message(bad, len(predictions)))
     report = summarize(predictions, system=name, threshold=getattr(clarifier, "threshold", None))
-    if report["n_not_finite"]:  # no figures: a report of them would be misread
-        raise ValueError(metrics.not_finite_message(report["n_not_finite"], report["n"]))
     if json_out is not None:
         write_json(json_out, report)
     return report

@@ -367,3 +367,16 @@ def test_run_eval_keeps_the_predictions_when_a_score_is_not_a_number(tmp_path, m
         ev.run_eval(path, adapter="none", base_model=None, limit=None, json_out=None,
                     settings=Settings(), predictions_out=preds_out, generate_questions=False)
     assert [r["id"] for r in ev.read_predictions(preds_out)] == [f"ex-{i}" for i in range(5)]
+
+
+def test_run_eval_stops_on_a_score_that_is_not_a_number_before_it_loads_minilm(tmp_path, monkeypatch):
+    # the report would fail: its question figures, and the MiniLM load they need, are not computed
+    class NaNClarifier(ScriptedClarifier):
+        def check(self, messages, documents=None):
+            return dataclasses.replace(super().check(messages, documents), score=float("nan"))
+
+    monkeypatch.setattr(ev, "local_clarifier", lambda settings, **_: NaNClarifier())
+    monkeypatch.setattr(ev, "_minilm", lambda: pytest.fail("MiniLM loaded for a report that cannot be made"))
+    path = write_jsonl(tmp_path / "ex.jsonl", EXAMPLES)
+    with pytest.raises(ValueError, match="5 of 5 scores are not finite"):
+        ev.run_eval(path, adapter="none", base_model=None, limit=None, json_out=None, settings=Settings())

@@ -552,14 +552,13 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     pool = leave_out(in_file, cfg.exclude)
     if not pool:
         raise UnknownGroup(f"--exclude {' '.join(cfg.exclude)} leaves out every example of {train_file}")
-    dev = read_examples(dev_file) if cfg.dev_examples else []
-    if cfg.dev_examples and not dev:
-        raise ExampleFormatError(f"{dev_file} holds no examples to pick the threshold on: build the data "
-                                 f"again, or train with --dev-examples 0 and run `askbetter calibrate` later")
-    dev = balanced_sample(dev, cfg.dev_examples, cfg.seed)  # the examples finish scores
-    if dev:
-        check_both_labels(dev, f"those are --dev-examples {cfg.dev_examples} of {dev_file}: build the data "
-                               f"again, or train with --dev-examples 0 and run `askbetter calibrate` later")
+    dev: list[Example] = []  # the examples `finish` scores
+    if cfg.dev_examples:
+        dev = balanced_sample(read_examples(dev_file), cfg.dev_examples, cfg.seed)
+        then = "build the data again, or train with --dev-examples 0 and run `askbetter calibrate` later"
+        if not dev:
+            raise ExampleFormatError(f"{dev_file} holds no examples to pick the threshold on: {then}")
+        check_both_labels(dev, f"those are --dev-examples {cfg.dev_examples} of {dev_file}: {then}")
     if cfg.exclude:
         log.warning("Left out %s: %d examples of %s kept", " ".join(cfg.exclude), len(pool), train_file)
     init = resolve_adapter(cfg.init_adapter)

@@ -60,6 +60,7 @@ def main(path: str) -> None:
     means = [_mean_cell(a, f) for a, f in zip(accuracies, f1s)]
     print(f"| mean over {len(sources)} sources | | {' | '.join(means)} |")
 
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -3,7 +3,8 @@
 Reads two `--predictions` files of `askbetter eval` / `askbetter calibrate` on the same labelled
 examples (dev) and prints, for each weight on A: the ROC-AUC of the combined score on all of them,
 and the accuracy and F1-clarify on a random half with the threshold picked on the other half (so
-the threshold is not scored in-sample). Weight 0 is B alone.
+the threshold is not scored in-sample; F1 reads n/a on a half where no example needs clarifying
+and none is asked, AUC on examples of one label). Weight 0 is B alone.
 
     python scripts/combine_scores.py runs/fresh1/dev2.pred.jsonl runs/eval/dev.s19.pred.jsonl
 """
@@ -14,7 +15,7 @@ import random
 from scipy.special import expit, logit
 from sklearn.metrics import roc_auc_score
 
-from askbetter.clarifier.evaluate import read_predictions
+from askbetter.clarifier.evaluate import fmt_decimal, read_predictions
 from askbetter.clarifier.metrics import classification, pick_threshold
 
 WEIGHTS = (0.0, 0.2, 0.35, 0.5)
@@ -38,9 +39,10 @@ def main(path_a: str, path_b: str, seed: int = 0) -> None:
         threshold = pick_threshold([labels[i] for i in calibration], [score[i] for i in calibration])
         half = classification([labels[i] for i in held], [score[i] >= threshold for i in held],
                               [score[i] for i in held])
-        auc = roc_auc_score([labels[i] for i in ids], [score[i] for i in ids])
+        every = [labels[i] for i in ids]
+        auc = roc_auc_score(every, [score[i] for i in ids]) if len(set(every)) == 2 else None
         print(f"weight on A {weight:.2f}: held-out half accuracy {half['accuracy']:.3f}, "
-              f"F1 {half['f1_clarify']:.3f} (n={len(held)}); AUC on all {auc:.3f} (n={len(ids)})")
+              f"F1 {fmt_decimal(half['f1_clarify'])} (n={len(held)}); AUC on all {fmt_decimal(auc)} (n={len(ids)})")
 
 
 if __name__ == "__main__":

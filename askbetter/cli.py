@@ -203,9 +203,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
             print_error(exc)
             paused = False
             continue
-        except KeyboardInterrupt:  # Ctrl-C in a turn stops it (its answer halts at once), not the chat
-            printer.stopped()
-            paused = bool(graph.get_state(config).interrupts)
+        except KeyboardInterrupt:  # Ctrl-C in a turn stops it (its answer halts at once), not the chat; the
+            printer.stopped()  # thread is as before the turn (run_turn put it back), so `paused` is too
             continue
         printer.outcome(result)
         paused = result.interrupt is not None

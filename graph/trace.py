@@ -1,8 +1,8 @@
 """Run one turn of a compiled clarifying-RAG graph and describe its decision path, step by step.
 
 Used by the CLI and the demo: `run_turn` streams the graph (`updates` for the path, `messages`
-for the answer's tokens) and returns what the turn ended with: a question or an answer;
-`TurnPrinter` prints it all to a terminal.
+for the answer's tokens) and returns what the turn ended with: a question or an answer (a turn
+stopped part-way is undone: `arestore_thread`); `TurnPrinter` prints it all to a terminal.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import functools
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TextIO, TypeVar
+from typing import Any, ParamSpec, TextIO, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.pregel import Pregel
+from langgraph.types import StateSnapshot
 
 from askbetter.graph.context import Context
 from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE, ask_blocker
@@ -87,30 +89,63 @@ async def arun_turn(
     The graph runs async (`astream`; the checkpointer must have async methods, as LangGraph's
     `InMemorySaver`, `AsyncSqliteSaver` and `AsyncPostgresSaver` do), so cancelling the turn (a
     Ctrl-C under `run_turn`) halts the answer's generation at once, where LangGraph's sync `stream`
-    would first wait for the running node to finish."""
+    would first wait for the running node to finish.
+
+    A stopped turn (its task cancelled, or a KeyboardInterrupt out of a node) leaves no trace: the
+    thread is put back as it was before the turn (`arestore_thread`: its messages, and a question it
+    was paused on), so the next turn reads the dialog as if the stopped one had not been sent; then
+    the stop goes on up."""
     result = TurnResult()
-    view = dict((await graph.aget_state(config)).values)  # the state the next step's routing sees
-    # (mode, chunk) pairs, as a list of stream modes gives; LangGraph's annotation says each is a dict
-    parts: AsyncIterator[Any] = graph.astream(payload, config, context=context, stream_mode=["updates", "messages"])
-    async for mode, chunk in parts:
-        if mode == "messages":
-            message, meta = chunk
-            model_token = meta.get("langgraph_node") == ANSWER and SOURCES_TAG not in meta.get("tags", ())
-            if on_token and model_token and message.text:
-                on_token(message.text)
-            continue
-        for node, update in chunk.items():
-            if node == "__interrupt__":
-                result.interrupt = dict(update[0].value)
+    before = await graph.aget_state(config)
+    view = dict(before.values)  # the state the next step's routing sees
+    try:
+        # (mode, chunk) pairs, as a list of stream modes gives; LangGraph's annotation says each is a dict
+        parts: AsyncIterator[Any] = graph.astream(payload, config, context=context, stream_mode=["updates", "messages"])
+        async for mode, chunk in parts:
+            if mode == "messages":
+                message, meta = chunk
+                model_token = meta.get("langgraph_node") == ANSWER and SOURCES_TAG not in meta.get("tags", ())
+                if on_token and model_token and message.text:
+                    on_token(message.text)
                 continue
-            update = dict(update or {})
-            step = Step(node, update, describe(node, update, view, context))
-            view.update({k: v for k, v in update.items() if k != "messages"})
-            result.steps.append(step)
-            if on_step:
-                on_step(step)
-    result.state = dict((await graph.aget_state(config)).values)
+            for node, update in chunk.items():
+                if node == "__interrupt__":
+                    result.interrupt = dict(update[0].value)
+                    continue
+                update = dict(update or {})
+                step = Step(node, update, describe(node, update, view, context))
+                view.update({k: v for k, v in update.items() if k != "messages"})
+                result.steps.append(step)
+                if on_step:
+                    on_step(step)
+        result.state = dict((await graph.aget_state(config)).values)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        await arestore_thread(graph, config, before, context)
+        raise
     return result
+
+
+async def arestore_thread(
+    graph: Pregel[Any, Context, Any, Any], config: RunnableConfig, before: StateSnapshot, context: Context
+) -> None:
+    """Put the thread of `config` back as `before` (its state when a turn began) shows it, by
+    LangGraph's time travel: `before`'s checkpoint is copied to the head of the thread, where the
+    next turn goes on from (the turn's own checkpoints stay in the history, a branch left behind).
+    The copy holds no pending writes, so a question the thread was paused on is put again by
+    running the node that asked it (`await_reply`, the copy's next task) with no resume value; it
+    pauses the thread with the same question. A thread the turn began is deleted.
+
+    (Going on from `before`'s checkpoint itself, its `checkpoint_id` in the next turn's config,
+    would not do for a paused thread: a stopped reply's resume value stays stored there as its
+    task's, and LangGraph 1.2 hands that, not the next reply, to the interrupt.)"""
+    checkpointer = cast(BaseCheckpointSaver, graph.checkpointer)  # aget_state refused a graph without one
+    configurable = {k: v for k, v in config.get("configurable", {}).items() if k != "checkpoint_id"}
+    if before.metadata is None:  # no checkpoint: the turn began the thread
+        await checkpointer.adelete_thread(configurable["thread_id"])
+        return
+    await graph.aupdate_state(before.config, None, as_node="__copy__")
+    if before.interrupts:
+        await graph.ainvoke(None, {**config, "configurable": configurable}, context=context)
 
 
 def _blocking(coroutine_function: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:

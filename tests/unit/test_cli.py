@@ -13,8 +13,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from askbetter import cli
 from askbetter.clarifier.assets import ModelPackageMissing
+from askbetter.clarifier.types import Decision, stage_of
+from askbetter.graph import trace
 from askbetter.graph.factory import create_clarifying_rag
-from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
+from askbetter.graph.testing import CLEAR_SCORE, ScriptedClarifier, StaticRetriever
 from askbetter.graph.trace import TurnPrinter
 from askbetter.nodes.chat_model import LocalChatModel
 from askbetter.retrieval.errors import RetrievalError
@@ -281,16 +283,17 @@ def test_ctrl_c_in_a_chat_turn_halts_its_answer_and_the_chat_goes_on(monkeypatch
     generation halts within a step or two (not its 60 tokens), and the next line is answered."""
     steps: list[int] = []
     chat = LocalChatModel(loaded=slowed_tiny_model(0.005, steps), max_new_tokens=60)
-    starts: list[int] = []  # the model's steps so far as a turn with history starts (the second)
+    starts: list[int] = []  # the model's steps so far as each turn retrieves (the second: after the stop)
 
-    def rewrite(messages):
-        starts.append(len(steps))
-        return messages[-1].text
+    class Retriever(StaticRetriever):
+        def search(self, query, k=4):
+            starts.append(len(steps))
+            return super().search(query, k)
 
     def build_graph(settings):
         return create_clarifying_rag(
-            clarifier=ScriptedClarifier(pre=[None, None], post=[None, None]), retriever=StaticRetriever(PASSAGES),
-            answer_model=chat, rewriter=rewrite, settings=settings,
+            clarifier=ScriptedClarifier(pre=[None, None], post=[None, None]), retriever=Retriever(PASSAGES),
+            answer_model=chat, rewriter=lambda messages: messages[-1].text, settings=settings,
         ).compile(checkpointer=InMemorySaver())
 
     pressed: list[int] = []  # the model's steps so far at the Ctrl-C
@@ -309,9 +312,82 @@ def test_ctrl_c_in_a_chat_turn_halts_its_answer_and_the_chat_goes_on(monkeypatch
     monkeypatch.setattr("sys.stdin", io.StringIO("how do i turn on sync\nopen the preferences\n/quit\n"))
     assert cli.main(["chat"]) == 0
     out = capsys.readouterr().out
-    assert pressed and starts[0] - pressed[0] <= 3, (pressed, starts)
+    assert pressed and starts[1] - pressed[0] <= 3, (pressed, starts)
     first, second = out.split("(stopped)\n")
     assert second.count("askbetter: ") == 1 and "Sources:" in second and "Sources:" not in first
+
+
+STOP_LINE = "STOP, wrong line"
+
+
+class StoppingClarifier(ScriptedClarifier):
+    """Stops the turn it judges when that turn is `STOP_LINE`: `how` "sigint" presses Ctrl-C (SIGINT,
+    as a terminal sends it) and judges it clear, as a running node finishes before the turn stops;
+    "node" raises KeyboardInterrupt out of the node. Such a check is not recorded."""
+
+    def __init__(self, how, **queues):
+        super().__init__(**queues)
+        self.how = how
+
+    def check(self, messages, documents=None):
+        if messages[-1]["content"] != STOP_LINE:
+            return super().check(messages, documents)
+        if self.how == "node":
+            raise KeyboardInterrupt
+        signal.raise_signal(signal.SIGINT)
+        return Decision(needs_clarification=False, score=CLEAR_SCORE, question=None, stage=stage_of(documents))
+
+
+def chat_over(monkeypatch, mode, how, lines):
+    """`askbetter chat` on `lines` over fakes, `STOP_LINE`'s turn stopped as `how` says (see
+    `StoppingClarifier`; "printer": a KeyboardInterrupt out of the first step printed that names it,
+    in the turn's own task): its clarifier, and the thread's state before and after each turn."""
+    clarifier = StoppingClarifier(how, pre=["Which product?", None, None], post=[None, None])
+    use_fake_graph(monkeypatch, clarifier, answers=("Choose Preferences > Sync [2].", "Use the app [1]."))
+    states = []
+    run_turn, step = trace.run_turn, TurnPrinter.step
+
+    def recording_run_turn(graph, payload, config, *args, **kwargs):
+        before = graph.get_state(config)
+        try:
+            return run_turn(graph, payload, config, *args, **kwargs)
+        finally:
+            states.append((before, graph.get_state(config)))
+
+    def stopping_step(self, printed):
+        if how == "printer" and STOP_LINE in printed.text:
+            raise KeyboardInterrupt
+        step(self, printed)
+
+    monkeypatch.setattr(trace, "run_turn", recording_run_turn)
+    monkeypatch.setattr(TurnPrinter, "step", stopping_step)
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{line}\n" for line in lines)))
+    assert cli.main(["chat", "--ask-mode", mode]) == 0
+    return clarifier, states
+
+
+@pytest.mark.parametrize("how", ["sigint", "node", "printer"])
+@pytest.mark.parametrize("mode", ["interrupt", "message"])
+@pytest.mark.parametrize("at", [0, 1, 2], ids=["first turn", "reply to the question", "turn after the answer"])
+def test_a_stopped_chat_turn_leaves_the_thread_as_before_it_and_the_chat_goes_on_as_without_it(
+        monkeypatch, capsys, how, mode, at):
+    """The stopped line (a new turn, or the reply to a pending question) is in no later model input
+    nor in the thread; the question the thread waited on still waits, and the next line answers it."""
+    lines = ["How do I turn on sync?", "Nimbus Desktop", "And on my phone?"]
+    clarifier, states = chat_over(monkeypatch, mode, how, [*lines[:at], STOP_LINE, *lines[at:]])
+    assert capsys.readouterr().out.count("(stopped)\n") == 1
+    before, after = states[at]
+    assert after.values == before.values and after.next == before.next
+    assert [i.value for i in after.interrupts] == [i.value for i in before.interrupts]
+    assert bool(before.interrupts) == (mode == "interrupt" and at == 1)  # the pending question still waits
+
+    plain, plain_states = chat_over(monkeypatch, mode, how, lines)
+    assert clarifier.calls == plain.calls
+
+    def texts(turns):
+        return [m.text for m in turns[-1][1].values["messages"]]
+
+    assert texts(states) == texts(plain_states)
 
 
 def test_ingest_into_a_server_that_stops_mid_run_keeps_what_it_stored(chroma_server, tmp_path, monkeypatch, capsys):

@@ -268,6 +268,17 @@ def pad_token_id(tokenizer: PreTrainedTokenizerBase) -> int:
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
 
+class Halt:
+    """A stopping criterion for `generate` that ends it at its next token once `event` is set (from
+    any thread): how a cancelled async caller stops a generation on the models' thread."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: object) -> torch.Tensor:
+        return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
+
+
 @contextmanager
 def peft_quietly() -> Iterator[None]:
     """Hide the FutureWarning PEFT causes by reading transformers' deprecated

@@ -1,18 +1,23 @@
 """The local clarifier: a causal LM (plus an optional PEFT adapter) deciding in one forward pass.
 
 The decision is P(clarify) = 1 - P(first token of CLEAR) at the first answer position; the
-question is generated only when it asks.
+question is generated only when it asks. Both run on the models' thread (`askbetter.torch_thread`);
+`acheck` and `aquestion` await them there, and a cancelled caller halts the question's generation.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 
 import torch
 
+from askbetter import torch_thread
 from askbetter.clarifier.assets import (
     CLARIFIER_CONFIG,
+    Halt,
     LoadedModel,
     load_model,
     pad_token_id,
@@ -27,7 +32,6 @@ from askbetter.clarifier.prompt import (
 )
 from askbetter.clarifier.types import Decision, Document, Message, stage_of
 from askbetter.settings import Settings
-from askbetter.torch_thread import on_torch_thread
 
 DEFAULT_THRESHOLD = 0.5
 FALLBACK_QUESTION = "Could you say a little more about what you mean?"
@@ -108,7 +112,7 @@ class LocalClarifier:
                          self.prompt_style)
         return torch.tensor([ids], device=self.loaded.model.device)
 
-    @on_torch_thread
+    @torch_thread.on_torch_thread
     @torch.inference_mode()
     def score(self, messages: list[Message], documents: list[Document] | None = None) -> float:
         """P(clarify) for the last user turn: 1 - P(CLEAR) at the first answer position."""
@@ -118,11 +122,15 @@ class LocalClarifier:
         p_clear = torch.softmax(logits.float(), dim=-1)[self._clear_id].item()
         return 1.0 - p_clear
 
-    @on_torch_thread
+    @torch_thread.on_torch_thread
     @torch.inference_mode()
-    def question(self, messages: list[Message], documents: list[Document] | None = None) -> str:
+    def question(self, messages: list[Message], documents: list[Document] | None = None,
+                 halt: threading.Event | None = None) -> str:
         """Generate one clarification question (CLEAR is suppressed at the first position); one
-        cut off at `max_question_tokens` ends at its last whole sentence (`clean_question`)."""
+        cut off at `max_question_tokens` ends at its last whole sentence (`clean_question`).
+        Setting `halt` (from any thread) ends the generation at its next token."""
+        from transformers import StoppingCriteriaList
+
         tok = self.loaded.tokenizer
         ids = self._ids(messages, documents)
         with self.loaded.lock:
@@ -133,6 +141,7 @@ class LocalClarifier:
                 do_sample=False,
                 begin_suppress_tokens=[self._clear_id],
                 pad_token_id=pad_token_id(tok),
+                stopping_criteria=StoppingCriteriaList([Halt(halt if halt is not None else threading.Event())]),
             )
         new = out[0, ids.shape[1]:]
         # stopped by the cap, not by an end-of-sequence token
@@ -140,12 +149,28 @@ class LocalClarifier:
                   and new[-1].item() not in end_of_sequence_ids(self.loaded))
         return clean_question(tok.decode(new, skip_special_tokens=True), capped) or FALLBACK_QUESTION
 
+    async def aquestion(self, messages: list[Message], documents: list[Document] | None = None) -> str:
+        """`question` awaited: a cancelled caller halts the generation at its next token."""
+        halt = threading.Event()
+        try:
+            return await asyncio.wrap_future(torch_thread.submit(self.question, messages, documents, halt))
+        finally:
+            halt.set()
+
     def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
         score = self.score(messages, documents)
-        asks = score >= self.threshold
-        return Decision(
-            needs_clarification=asks,
-            score=score,
-            question=self.question(messages, documents) if asks else None,
-            stage=stage_of(documents),
-        )
+        return self._decision(score, self.question(messages, documents) if self._asks(score) else None, documents)
+
+    async def acheck(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
+        """`check` awaited: a cancelled caller lets the score's forward pass finish and halts the
+        question's generation at its next token (`aquestion`)."""
+        score = await asyncio.wrap_future(torch_thread.submit(self.score, messages, documents))
+        question = await self.aquestion(messages, documents) if self._asks(score) else None
+        return self._decision(score, question, documents)
+
+    def _asks(self, score: float) -> bool:
+        return score >= self.threshold
+
+    def _decision(self, score: float, question: str | None, documents: list[Document] | None) -> Decision:
+        return Decision(needs_clarification=question is not None, score=score, question=question,
+                        stage=stage_of(documents))

@@ -48,7 +48,13 @@ class Decision:
 
 @runtime_checkable
 class Clarifier(Protocol):
-    """Anything that decides whether the last user turn needs a clarification question."""
+    """Anything that decides whether the last user turn needs a clarification question.
+
+    `check` is all the graph needs. It also uses, where a clarifier has them, `question(messages,
+    documents=None) -> str` (what a run's threshold below the clarifier's own asks with) and, in
+    async runs, the async `acheck` and `aquestion` (`LocalClarifier`'s halt the question's
+    generation when the run is cancelled); without those, async runs call `check` and `question`
+    in an executor thread."""
 
     def check(
         self, messages: list[Message], documents: list[Document] | None = None

@@ -11,8 +11,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Generic, TypeVar
 
+from langchain_core.runnables.config import run_in_executor
+
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message
 from askbetter.nodes.chat_model import LocalChatModel
+from askbetter.nodes.decisions import acall_clarifier
 from askbetter.retrieval.types import Passage, Retriever
 from askbetter.settings import Settings
 
@@ -34,6 +37,11 @@ class _Lazy(Generic[T]):
                 self._value = self._build()
             return self._value
 
+    async def aget(self) -> T:
+        """`get` in an executor thread: the first call builds (loads a model, opens a store), which
+        may take seconds."""
+        return await run_in_executor(None, self.get)
+
 
 class LazyClarifier(_Lazy[Clarifier]):
     """`LocalClarifier.from_settings(settings)`, built on the first check."""
@@ -52,6 +60,14 @@ class LazyClarifier(_Lazy[Clarifier]):
     def question(self, messages: list[Message], documents: list[Document] | None = None) -> str:
         """`LocalClarifier.question`: what a run's lower `threshold` asks with (`run_check`)."""
         return self.get().question(messages, documents)  # type: ignore[attr-defined]
+
+    async def acheck(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
+        """`LocalClarifier.acheck`: a cancelled async run halts its question's generation."""
+        return await acall_clarifier(await self.aget(), "check", messages, documents)
+
+    async def aquestion(self, messages: list[Message], documents: list[Document] | None = None) -> str:
+        """`LocalClarifier.aquestion`, as `question`."""
+        return await acall_clarifier(await self.aget(), "question", messages, documents)
 
 
 class LazyRetriever(_Lazy[Retriever]):

@@ -12,17 +12,19 @@ START -> rewrite -> pre_check --ask--> ask_user --interrupt--> await_reply -> re
 
 The caller compiles it and chooses the checkpointer (interrupt mode and multi-turn threads need
 one): `create_clarifying_rag().compile(checkpointer=InMemorySaver())`. Run settings come through
-`context=` at invoke time (see `askbetter.graph.context.Context`).
+`context=` at invoke time (see `askbetter.graph.context.Context`). Async runs (`ainvoke`,
+`astream`) await the checks' and the answer's models: cancelling a run halts a generation at its
+next token.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
+from langgraph.runtime import Runtime, get_runtime
 
 from askbetter.clarifier.types import Clarifier
 from askbetter.graph import routing
@@ -33,8 +35,8 @@ from askbetter.graph.state import InputState, RagState
 from askbetter.nodes.answer import aanswer, answer
 from askbetter.nodes.ask_user import ask_user, await_reply
 from askbetter.nodes.messages import ChatModel, last_user_text
-from askbetter.nodes.post_check import post_check
-from askbetter.nodes.pre_check import pre_check
+from askbetter.nodes.post_check import apost_check, post_check
+from askbetter.nodes.pre_check import apre_check, pre_check
 from askbetter.nodes.retrieve import retrieve
 from askbetter.nodes.rewrite import Rewriter, rewrite
 from askbetter.retrieval.types import Retriever
@@ -84,14 +86,25 @@ def create_clarifying_rag(
             retriever.get()  # a missing or empty store says so before the clarifier's model loads
         return rewrite(state, rewriter=rewriter, max_query_chars=max_query_chars)
 
-    def pre_check_node(state: RagState, runtime: Runtime[Context]) -> Update:
-        return pre_check(state, clarifier=clarifier, threshold=read(runtime)["threshold"])
+    def pre_check_node(state: RagState) -> Update:
+        return pre_check(state, clarifier=clarifier, threshold=threshold())
+
+    async def apre_check_node(state: RagState) -> Update:
+        return await apre_check(state, clarifier=clarifier, threshold=threshold())
 
     def retrieve_node(state: RagState, runtime: Runtime[Context]) -> Update:
         return retrieve(state, retriever=retriever, top_k=read(runtime)["top_k"])
 
-    def post_check_node(state: RagState, runtime: Runtime[Context]) -> Update:
-        return post_check(state, clarifier=clarifier, threshold=read(runtime)["threshold"])
+    def post_check_node(state: RagState) -> Update:
+        return post_check(state, clarifier=clarifier, threshold=threshold())
+
+    async def apost_check_node(state: RagState) -> Update:
+        return await apost_check(state, clarifier=clarifier, threshold=threshold())
+
+    def threshold() -> float | None:
+        """The run's threshold, read in a node that is a `RunnableLambda` (LangGraph passes those no
+        `runtime`)."""
+        return read(get_runtime(Context))["threshold"]
 
     def ask_user_node(state: RagState) -> Update:
         return ask_user(state)
@@ -112,14 +125,15 @@ def create_clarifying_rag(
         return branch
 
     builder = StateGraph(RagState, context_schema=Context, input_schema=InputState)
+    # the nodes that generate text have both ways: async runs await their models, so cancelling a
+    # run stops its generation at the next token (the rewrite's: not yet)
     builder.add_node(REWRITE, rewrite_node)
-    builder.add_node(PRE_CHECK, pre_check_node)
-    builder.add_node(RETRIEVE, retrieve_node)
-    builder.add_node(POST_CHECK, post_check_node)
+    builder.add_node(PRE_CHECK, both(PRE_CHECK, pre_check_node, apre_check_node))
+    builder.add_node(RETRIEVE, retrieve_node)  # nothing to halt in one search: async runs await it in a thread
+    builder.add_node(POST_CHECK, both(POST_CHECK, post_check_node, apost_check_node))
     builder.add_node(ASK_USER, ask_user_node)
     builder.add_node(AWAIT_REPLY, await_reply_node)
-    # both ways: async runs await the answer model, so cancelling one stops its generation
-    builder.add_node(ANSWER, RunnableLambda(answer_node, afunc=aanswer_node, name=ANSWER))
+    builder.add_node(ANSWER, both(ANSWER, answer_node, aanswer_node))
     builder.add_edge(START, REWRITE)
     builder.add_conditional_edges(REWRITE, edge(routing.after_rewrite), [PRE_CHECK, RETRIEVE, ANSWER])
     builder.add_conditional_edges(PRE_CHECK, edge(routing.after_pre_check), [ASK_USER, RETRIEVE])
@@ -129,6 +143,11 @@ def create_clarifying_rag(
     builder.add_edge(AWAIT_REPLY, REWRITE)
     builder.add_edge(ANSWER, END)
     return builder
+
+
+def both(name: str, node: Callable[..., Update], anode: Callable[..., Awaitable[Update]]) -> RunnableLambda:
+    """A node that runs `node` in sync runs (`invoke`, `stream`) and awaits `anode` in async ones."""
+    return RunnableLambda(node, afunc=anode, name=name)
 
 
 def require_component(component: object, protocol: type, name: str, method: str) -> None:

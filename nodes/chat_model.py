@@ -138,7 +138,7 @@ class LocalChatModel(BaseChatModel):
         import torch
         from transformers import StoppingCriteriaList, TextIteratorStreamer
 
-        from askbetter.clarifier.assets import pad_token_id
+        from askbetter.clarifier.assets import Halt, pad_token_id
 
         loaded = self._loaded()
         tokenizer, model = loaded.tokenizer, loaded.model
@@ -157,7 +157,7 @@ class LocalChatModel(BaseChatModel):
                         do_sample=False,
                         streamer=streamer,
                         pad_token_id=pad_id,
-                        stopping_criteria=StoppingCriteriaList([_Halt(halt)]),
+                        stopping_criteria=StoppingCriteriaList([Halt(halt)]),
                     )
             except BaseException:  # raised again in the caller's thread by `result()` below
                 streamer.end()
@@ -211,18 +211,6 @@ def _base_model(model: Any) -> contextlib.AbstractContextManager[Any]:
     from peft import PeftModel
 
     return model.disable_adapter() if isinstance(model, PeftModel) else contextlib.nullcontext()
-
-
-class _Halt:
-    """A stopping criterion that ends generation once `event` is set (from another thread)."""
-
-    def __init__(self, event: threading.Event) -> None:
-        self.event = event
-
-    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        import torch
-
-        return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
 
 
 def _until_stop(pieces: Iterator[str], stop: list[str], on_stop: Callable[[], None] = lambda: None) -> Iterator[str]:

@@ -1,13 +1,15 @@
-"""Run the clarifier on the dialog (shared by `pre_check` and `post_check`)."""
+"""Run the clarifier on the dialog (shared by `pre_check` and `post_check`), from sync or async code."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables.config import run_in_executor
 
-from askbetter.clarifier.types import Clarifier, Document
+from askbetter.clarifier.types import Clarifier, Decision, Document, Message
 from askbetter.nodes.messages import to_dialog
 
 
@@ -26,17 +28,53 @@ def run_check(
     When it makes it clear, the clarifier's question is dropped (a decision has one only when it asks).
     """
     dialog = to_dialog(messages)
-    checked = clarifier.check(dialog, documents)
+    decision = _reread(clarifier.check(dialog, documents), threshold)
+    if _wants_question(clarifier, decision):
+        decision["question"] = clarifier.question(dialog, documents)  # type: ignore[attr-defined]
+    return decision
+
+
+async def arun_check(
+    clarifier: Clarifier,
+    messages: Sequence[BaseMessage],
+    documents: list[Document] | None,
+    threshold: float | None,
+) -> dict[str, Any]:
+    """`run_check` for async runs: the clarifier's `acheck` and `aquestion` where it has them
+    (`LocalClarifier` does: a cancelled run halts its question's generation), else its `check` and
+    `question` in an executor thread, as LangGraph runs a sync node."""
+    dialog = to_dialog(messages)
+    decision = _reread(await acall_clarifier(clarifier, "check", dialog, documents), threshold)
+    if _wants_question(clarifier, decision):
+        decision["question"] = await acall_clarifier(clarifier, "question", dialog, documents)
+    return decision
+
+
+async def acall_clarifier(clarifier: Clarifier, method: str, messages: list[Message],
+                          documents: list[Document] | None) -> Any:
+    """`clarifier.a<method>(messages, documents)` when the clarifier has that async method, else
+    `<method>` in an executor thread."""
+    asynchronous = getattr(clarifier, f"a{method}", None)
+    if inspect.iscoroutinefunction(asynchronous):
+        return await asynchronous(messages, documents)
+    return await run_in_executor(None, getattr(clarifier, method), messages, documents)
+
+
+def _reread(checked: Decision, threshold: float | None) -> dict[str, Any]:
+    """The decision as a dict, re-read from its score at `threshold` when one is set (`run_check`)."""
     decision = checked.to_dict()
     if threshold is None:
         return decision
     decision["needs_clarification"] = checked.score >= threshold
     if not decision["needs_clarification"]:
         decision["question"] = None
-    generate = getattr(clarifier, "question", None)
-    if decision["needs_clarification"] and not decision["question"] and callable(generate):
-        decision["question"] = generate(dialog, documents)
     return decision
+
+
+def _wants_question(clarifier: Clarifier, decision: Mapping[str, Any]) -> bool:
+    """A re-read decision asks without a question, and the clarifier can generate one."""
+    return bool(decision["needs_clarification"] and not decision["question"]
+                and callable(getattr(clarifier, "question", None)))
 
 
 def passages_as_documents(passages: Sequence[Mapping[str, Any]]) -> list[Document]:

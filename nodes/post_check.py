@@ -1,4 +1,5 @@
 """The `post_check` node: do the retrieved passages support several readings of the last turn?
+(`apost_check` for async runs: see `arun_check`.)
 
 With no passages there is nothing to check (the decision stays None, read as clear)."""
 
@@ -8,11 +9,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from askbetter.clarifier.types import Clarifier
-from askbetter.nodes.decisions import passages_as_documents, run_check
+from askbetter.nodes.decisions import arun_check, passages_as_documents, run_check
 
 
 def post_check(state: Mapping[str, Any], *, clarifier: Clarifier, threshold: float | None) -> dict[str, Any]:
     documents = passages_as_documents(state.get("documents", []))
-    if not documents:
-        return {"post_decision": None}
-    return {"post_decision": run_check(clarifier, state.get("messages", []), documents, threshold)}
+    decision = run_check(clarifier, state.get("messages", []), documents, threshold) if documents else None
+    return {"post_decision": decision}
+
+
+async def apost_check(state: Mapping[str, Any], *, clarifier: Clarifier, threshold: float | None) -> dict[str, Any]:
+    documents = passages_as_documents(state.get("documents", []))
+    decision = await arun_check(clarifier, state.get("messages", []), documents, threshold) if documents else None
+    return {"post_decision": decision}

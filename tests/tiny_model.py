@@ -1,13 +1,18 @@
 """A tiny random Llama and an in-memory word-level tokenizer in SmolLM2's chat format, for unit
-tests that need a real transformers model but no files (fast)."""
+tests that need a real transformers model but no files (fast); and how a test counts a model's
+forward passes after it cancels a turn (the real models' tests too)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import pytest
 import torch
+
+from askbetter import torch_thread
 
 WORDS = ("<unk> <|im_start|> <|im_end|> system user assistant you are a helpful sync nimbus desktop how do i "
          "turn on the question answer passages cite preferences open choose").split()
@@ -47,7 +52,12 @@ def slowed_tiny_model(seconds_a_step: float = 0.0, steps: list[int] | None = Non
     from askbetter.clarifier.assets import LoadedModel
 
     model = tiny_llama()
-    forward = model.forward
+    model.forward = counted(model.forward, steps, seconds_a_step)
+    return LoadedModel(model=model, tokenizer=tiny_tokenizer())
+
+
+def counted(forward: Callable[..., Any], steps: list[int] | None, seconds_a_step: float = 0.0) -> Callable[..., Any]:
+    """`forward` (a model's), `seconds_a_step` slower, appending 1 to `steps` (when given) at each call."""
 
     def slow_forward(*args: Any, **kwargs: Any) -> Any:
         time.sleep(seconds_a_step)
@@ -55,5 +65,19 @@ def slowed_tiny_model(seconds_a_step: float = 0.0, steps: list[int] | None = Non
             steps.append(1)
         return forward(*args, **kwargs)
 
-    model.forward = slow_forward
-    return LoadedModel(model=model, tokenizer=tiny_tokenizer())
+    return slow_forward
+
+
+async def steps_after_a_cancel(run: Callable[[], Awaitable[Any]], steps: list[int], at: int = 3) -> int:
+    """Run `run()` as a task and cancel it once the model has made `at` forward passes (`counted`);
+    the passes made after the cancel, counted once the models' thread is free (a generation that
+    runs on after the cancel counts in full)."""
+    task = asyncio.create_task(run())
+    while len(steps) < at:
+        await asyncio.sleep(0.001)
+    task.cancel()
+    at_cancel = len(steps)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.wrap_future(torch_thread.submit(lambda: None))  # queued after the generation
+    return len(steps) - at_cancel

@@ -114,3 +114,33 @@ def test_astream_and_gathered_ainvoke_with_the_real_models(graph_parts):
     assert "".join(m.text for m, _ in answer) == final.text
     alone = [graph.invoke(*send(t, f"a{i}"), context=message_mode) for i, t in enumerate(turns)]
     assert [[m.text for m in s["messages"]] for s in gathered] == [[m.text for m in s["messages"]] for s in alone]
+
+
+@pytest.mark.parametrize("node", ["pre_check"])
+def test_a_turn_cancelled_mid_rewrite_or_mid_question_stops_within_a_few_forward_passes(graph_parts, node,
+                                                                                        monkeypatch):
+    """With the real models under `astream`: a follow-up's rewrite, or the question of a check that
+    asks (a run threshold of 0), cancelled at its third token makes at most 3 more forward passes,
+    where the same node run whole (sync, the graph paused after it) makes many more."""
+    import asyncio
+
+    from tiny_model import counted, steps_after_a_cancel
+
+    _, clarifier, graph = graph_parts
+    steps: list[int] = []
+    monkeypatch.setattr(clarifier.loaded.model, "forward", counted(clarifier.loaded.model.forward, steps))
+    payload = {"messages": [("user", "How do I turn on sync?")]}
+    if node == "rewrite":
+        payload["messages"][:0] = [("user", "Tell me about Nimbus Desktop."), ("assistant", "It is a notes app.")]
+    context = {"threshold": 0.0, "ask_mode": "message"}
+    whole_node = {"configurable": {"thread_id": f"real-whole-{node}"}}
+    graph.invoke(payload, whole_node, context=context, interrupt_after=[node])
+    whole, steps[:] = len(steps), []
+    at = 3 if node == "rewrite" else 4  # the score's forward pass, then the question's third token
+
+    async def run():
+        config = {"configurable": {"thread_id": f"real-cancelled-{node}"}}
+        async for _ in graph.astream(payload, config, context=context, stream_mode="updates"):
+            pass
+
+    assert whole >= at + 6 and asyncio.run(asyncio.wait_for(steps_after_a_cancel(run, steps, at), 120)) <= 3, whole

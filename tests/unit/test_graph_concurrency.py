@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -28,13 +28,14 @@ from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
 from askbetter.nodes.answer import SOURCES_TAG
 from askbetter.nodes.chat_model import LocalChatModel
 from askbetter.settings import Settings
-from tiny_model import slowed_tiny_model
+from tiny_model import slowed_tiny_model, steps_after_a_cancel
 
 PASSAGES = [{"id": "d1", "title": "Sync in Nimbus Desktop", "text": "Choose Preferences > Sync.", "score": 0.7,
              "source": "/c/desktop-sync.md"}]
 SOURCES = "\n\nSources:\n[1] Sync in Nimbus Desktop (desktop-sync.md)"
 TURNS = ["how do i turn on sync", "open the preferences", "nimbus desktop sync", "cite the question",
          "how do i open nimbus", "turn on desktop"]
+FOLLOW_UP = {"messages": [HumanMessage(TURNS[0]), AIMessage(TURNS[1]), HumanMessage(TURNS[2])]}
 TIMEOUT = 60  # seconds: a deadlock fails the test instead of hanging it
 
 
@@ -96,6 +97,45 @@ def test_astream_streams_updates_and_the_answers_tokens_then_its_sources():
     *tokens, (sources, meta) = chunks
     assert len(tokens) > 2 and meta["tags"] == [SOURCES_TAG] and sources.text == SOURCES
     assert "".join(m.text for m, _ in chunks) == graph.get_state(thread("s")).values["messages"][-1].text
+
+
+class WithQuestion(ScriptedClarifier):
+    """A user's clarifier: a sync `check` and `question`, no async methods."""
+
+    def question(self, messages: list[Any], documents: list[Any] | None = None) -> str:
+        return "Cloud or Desktop?"
+
+
+@pytest.mark.parametrize("default", [False, True], ids=["given", "the default built by a stub"])
+def test_an_async_run_asks_with_a_sync_clarifiers_question_at_a_run_threshold_below_its_own(default: bool,
+                                                                                               monkeypatch):
+    clarifier = WithQuestion(pre=[None], post=[None])
+    if default:
+        monkeypatch.setattr(LocalClarifier, "from_settings", classmethod(lambda cls, settings: clarifier))
+    graph = create_clarifying_rag(
+        clarifier=None if default else clarifier, retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([])), rewriter=lambda messages: messages[-1].text,
+        settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    out = asyncio.run(asyncio.wait_for(graph.ainvoke(user(TURNS[0]), thread("q"), context={"threshold": 0.05}),
+                                       TIMEOUT))
+    assert out["__interrupt__"][0].value["question"] == "Cloud or Desktop?"
+
+
+@pytest.mark.parametrize("check", ["pre_check", "post_check"])
+def test_an_async_turn_that_rewrites_and_asks_is_the_sync_one(check: str):
+    """The async nodes await the models (the rewrite, the check's score and question) where the sync
+    ones call them: the same turn, forward pass for forward pass."""
+    steps: list[int] = []
+    graph = tiny_graph(slowed_tiny_model(0.0, steps), threshold=0.0)  # every check asks
+    context = {"pre_check": check == "pre_check", "ask_mode": "message"}
+    sync = graph.invoke(FOLLOW_UP, thread("sync"), context=context)
+    sync_steps, steps[:] = len(steps), []
+    asynchronous = asyncio.run(asyncio.wait_for(graph.ainvoke(FOLLOW_UP, thread("async"), context=context), TIMEOUT))
+    fields = ("query", "pre_decision", "post_decision", "documents")
+    assert [asynchronous[f] for f in fields] == [sync[f] for f in fields]
+    assert texts(asynchronous) == texts(sync) and sync[check.replace("check", "decision")]["question"]
+    assert len(steps) == sync_steps > 2
 
 
 def test_the_event_loop_runs_on_while_a_turn_generates():
@@ -253,18 +293,32 @@ def test_a_turn_cancelled_mid_answer_halts_its_generation_however_it_runs(how: s
         async for _ in graph.astream(user(TURNS[0]), config, stream_mode=mode):
             pass
 
-    async def cancel_at_the_third_step() -> int:
-        task = asyncio.create_task(run())
-        while len(steps) < 3:
-            await asyncio.sleep(0.001)
-        task.cancel()
-        at_cancel = len(steps)
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        await asyncio.wrap_future(torch_thread.submit(lambda: None))  # queued after the generation
-        return len(steps) - at_cancel
+    assert asyncio.run(asyncio.wait_for(steps_after_a_cancel(run, steps), TIMEOUT)) < 10  # of the 57 left
 
-    assert asyncio.run(asyncio.wait_for(cancel_at_the_third_step(), TIMEOUT)) < 10  # of the 57 left
+
+@pytest.mark.parametrize("how", ["pre_check", "post_check", "a run's threshold", "the default clarifier"])
+def test_a_turn_cancelled_while_a_check_asks_halts_the_questions_generation(how: str, monkeypatch):
+    """A check that asks: its score (one forward pass), then its question, cancelled at the
+    question's second step. The generation halts within a step or two, not its 60, in either check,
+    when the question comes from a run's lower threshold (`question` after `check`), and with the
+    default clarifier (`LazyClarifier`)."""
+    steps: list[int] = []
+    threshold = 1.1 if how == "a run's threshold" else 0.0  # 1.1: never asks alone; 0.0: always
+    clarifier = LocalClarifier(slowed_tiny_model(0.01, steps), threshold=threshold, max_question_tokens=60)
+    if how == "the default clarifier":
+        monkeypatch.setattr(LocalClarifier, "from_settings", classmethod(lambda cls, settings: clarifier))
+    graph = create_clarifying_rag(
+        clarifier=None if how == "the default clarifier" else clarifier, retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([])), rewriter=lambda messages: messages[-1].text,
+        settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    context = {"pre_check": how != "post_check", "threshold": 0.0 if how == "a run's threshold" else None}
+
+    async def run() -> None:
+        async for _ in graph.astream(user(TURNS[0]), thread(how), context=context, stream_mode="updates"):
+            pass
+
+    assert asyncio.run(asyncio.wait_for(steps_after_a_cancel(run, steps), TIMEOUT)) <= 3  # of the 58 left
 
 
 def test_a_process_whose_turn_was_cancelled_mid_generation_exits_cleanly(tmp_path: Path):

@@ -13,8 +13,8 @@ START -> rewrite -> pre_check --ask--> ask_user --interrupt--> await_reply -> re
 The caller compiles it and chooses the checkpointer (interrupt mode and multi-turn threads need
 one): `create_clarifying_rag().compile(checkpointer=InMemorySaver())`. Run settings come through
 `context=` at invoke time (see `askbetter.graph.context.Context`). Async runs (`ainvoke`,
-`astream`) await the checks' and the answer's models: cancelling a run halts a generation at its
-next token.
+`astream`) await the rewrite's, the checks' and the answer's models: cancelling a run halts a
+generation at its next token.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from askbetter.nodes.messages import ChatModel, last_user_text
 from askbetter.nodes.post_check import apost_check, post_check
 from askbetter.nodes.pre_check import apre_check, pre_check
 from askbetter.nodes.retrieve import retrieve
-from askbetter.nodes.rewrite import Rewriter, rewrite
+from askbetter.nodes.rewrite import Rewriter, arewrite, rewrite
 from askbetter.retrieval.types import Retriever
 from askbetter.settings import Settings
 
@@ -81,10 +81,23 @@ def create_clarifying_rag(
         return resolve_context(runtime.context, defaults)
 
     def rewrite_node(state: RagState, config: RunnableConfig) -> Update:
+        if (store := start_turn(state, config)) is not None:
+            store.get()
+        return rewrite(state, rewriter=rewriter, max_query_chars=max_query_chars)
+
+    async def arewrite_node(state: RagState, config: RunnableConfig) -> Update:
+        if (store := start_turn(state, config)) is not None:
+            await store.aget()
+        return await arewrite(state, rewriter=rewriter, max_query_chars=max_query_chars)
+
+    def start_turn(state: RagState, config: RunnableConfig) -> LazyRetriever | None:
+        """Check that the turn has a user message (`require_user_turn`); the default retriever when
+        it is to be opened now, so that a missing or empty store says so before the clarifier's
+        model loads."""
         require_user_turn(state, config)
         if isinstance(retriever, LazyRetriever) and last_user_text(state["messages"]):
-            retriever.get()  # a missing or empty store says so before the clarifier's model loads
-        return rewrite(state, rewriter=rewriter, max_query_chars=max_query_chars)
+            return retriever
+        return None
 
     def pre_check_node(state: RagState) -> Update:
         return pre_check(state, clarifier=clarifier, threshold=threshold())
@@ -126,8 +139,8 @@ def create_clarifying_rag(
 
     builder = StateGraph(RagState, context_schema=Context, input_schema=InputState)
     # the nodes that generate text have both ways: async runs await their models, so cancelling a
-    # run stops its generation at the next token (the rewrite's: not yet)
-    builder.add_node(REWRITE, rewrite_node)
+    # run stops its generation at the next token
+    builder.add_node(REWRITE, both(REWRITE, rewrite_node, arewrite_node))
     builder.add_node(PRE_CHECK, both(PRE_CHECK, pre_check_node, apre_check_node))
     builder.add_node(RETRIEVE, retrieve_node)  # nothing to halt in one search: async runs await it in a thread
     builder.add_node(POST_CHECK, both(POST_CHECK, post_check_node, apost_check_node))

@@ -88,8 +88,9 @@ async def arun_turn(
 
     The graph runs async (`astream`; the checkpointer must have async methods, as LangGraph's
     `InMemorySaver`, `AsyncSqliteSaver` and `AsyncPostgresSaver` do), so cancelling the turn (a
-    Ctrl-C under `run_turn`) halts the answer's generation at once, where LangGraph's sync `stream`
-    would first wait for the running node to finish.
+    Ctrl-C under `run_turn`) halts the generation running (the rewrite's, a clarifier's question,
+    the answer) at its next token, where LangGraph's sync `stream` would first wait for the running
+    node to finish.
 
     A stopped turn (its task cancelled, or a KeyboardInterrupt out of a node) leaves no trace: the
     thread is put back as it was before the turn (`arestore_thread`: its messages, and a question it

@@ -10,16 +10,21 @@ standalone question that keeps the user's words (`accept_rewrite`); otherwise th
 to the raw turn, or, for a reply to a clarification question, to the clarified query plus the reply
 (the clarified query alone when the reply is blank).
 Without history there is nothing to resolve and the rewriter is not called.
+
+Async runs use `arewrite`: it awaits a chat model's `ainvoke`, so a cancelled run stops the
+rewrite's generation, and runs a plain callable in an executor thread.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import run_in_executor
 from langgraph.constants import TAG_NOSTREAM
 
 from askbetter.nodes.messages import ChatModel, last_user_index, last_user_text, output_text, to_dialog, truncate_chars
@@ -41,38 +46,78 @@ _STOPWORDS = frozenset(
     "into about there their they them then than our out all any some yes please thanks thank".split()
 )
 _PREFIX = re.compile(r"^\s*(standalone question|question|rewritten question|rewrite)\s*:\s*", re.I)
+# tagged so LangGraph's `messages` stream mode does not show the rewrite's tokens
+_REWRITE_CONFIG: RunnableConfig = {"tags": [TAG_NOSTREAM]}
 
 
 def rewrite(state: Mapping[str, Any], *, rewriter: Rewriter | None, max_query_chars: int) -> dict[str, Any]:
-    messages: list[BaseMessage] = list(state.get("messages", []))
-    continuing = bool(state.get("awaiting_reply"))
-    updates: dict[str, Any] = {
-        "documents": [],
-        "pre_decision": None,
-        "post_decision": None,
-        "awaiting_reply": False,
-    }
-    if not continuing:
-        updates["clarification_rounds"] = 0
-    turn = truncate_chars(last_user_text(messages), max_query_chars, "user turn")
-    if not turn:  # an empty turn; a blank reply to a question leaves the clarified query as it was
-        return {**updates, "query": state.get("query", "") if continuing else ""}
-    fallback = turn
-    if continuing and state.get("query"):
-        fallback = f"{state['query']} {turn}"[:max_query_chars]
-    index = last_user_index(messages)
-    if rewriter is None or not to_dialog(messages[:index]):
-        return {**updates, "query": turn}
-    output = run_rewriter(rewriter, messages[: index + 1])
-    query = accept_rewrite(output, turn, max_query_chars)
-    return {**updates, "query": query or fallback}
+    planned = _Rewrite.of(state, rewriter, max_query_chars)
+    if rewriter is None or planned.dialog is None:
+        return planned.updates(None)
+    return planned.updates(run_rewriter(rewriter, planned.dialog))
+
+
+async def arewrite(state: Mapping[str, Any], *, rewriter: Rewriter | None, max_query_chars: int) -> dict[str, Any]:
+    """`rewrite` for async runs (`ainvoke`, `astream`): a chat model's `ainvoke` is awaited, so a
+    cancelled run cancels the call (`LocalChatModel` then halts its generation at the next token)."""
+    planned = _Rewrite.of(state, rewriter, max_query_chars)
+    if rewriter is None or planned.dialog is None:
+        return planned.updates(None)
+    return planned.updates(await arun_rewriter(rewriter, planned.dialog))
+
+
+@dataclass(frozen=True)
+class _Rewrite:
+    """A turn's rewrite but for the rewriter's call, the one step in which `rewrite` and `arewrite`
+    differ."""
+
+    resets: dict[str, Any]  # the per-turn fields, reset
+    query: str  # the query without an accepted rewrite
+    dialog: list[BaseMessage] | None = None  # what the rewriter is called on; None: it is not called
+    turn: str = ""  # the last user turn, whose words a rewrite must keep
+    max_query_chars: int = 0
+
+    @classmethod
+    def of(cls, state: Mapping[str, Any], rewriter: Rewriter | None, max_query_chars: int) -> _Rewrite:
+        messages: list[BaseMessage] = list(state.get("messages", []))
+        continuing = bool(state.get("awaiting_reply"))
+        resets: dict[str, Any] = {
+            "documents": [],
+            "pre_decision": None,
+            "post_decision": None,
+            "awaiting_reply": False,
+        }
+        if not continuing:
+            resets["clarification_rounds"] = 0
+        turn = truncate_chars(last_user_text(messages), max_query_chars, "user turn")
+        if not turn:  # an empty turn; a blank reply to a question leaves the clarified query as it was
+            return cls(resets, state.get("query", "") if continuing else "")
+        fallback = turn
+        if continuing and state.get("query"):
+            fallback = f"{state['query']} {turn}"[:max_query_chars]
+        index = last_user_index(messages)
+        if rewriter is None or not to_dialog(messages[:index]):
+            return cls(resets, turn)
+        return cls(resets, fallback, messages[: index + 1], turn, max_query_chars)
+
+    def updates(self, output: str | None) -> dict[str, Any]:
+        """The node's updates given the rewriter's output (None when it was not called)."""
+        return {**self.resets, "query": accept_rewrite(output, self.turn, self.max_query_chars) or self.query}
 
 
 def run_rewriter(rewriter: Rewriter, messages: list[BaseMessage]) -> str:
     if not isinstance(rewriter, Runnable):
         return rewriter(messages)
-    # tagged so LangGraph's `messages` stream mode does not show the rewrite's tokens
-    response = rewriter.invoke(rewrite_prompt(messages), config={"tags": [TAG_NOSTREAM]})
+    response = rewriter.invoke(rewrite_prompt(messages), config=_REWRITE_CONFIG)
+    return output_text(response, "the rewriter")
+
+
+async def arun_rewriter(rewriter: Rewriter, messages: list[BaseMessage]) -> str:
+    """`run_rewriter` for async runs: a Runnable's `ainvoke`; a plain callable in an executor thread,
+    as LangGraph runs a sync node (it may block, on a remote model say, and a cancel cannot stop it)."""
+    if not isinstance(rewriter, Runnable):
+        return await run_in_executor(None, rewriter, messages)
+    response = await rewriter.ainvoke(rewrite_prompt(messages), config=_REWRITE_CONFIG)
     return output_text(response, "the rewriter")
 
 

@@ -116,7 +116,7 @@ def test_astream_and_gathered_ainvoke_with_the_real_models(graph_parts):
     assert [[m.text for m in s["messages"]] for s in gathered] == [[m.text for m in s["messages"]] for s in alone]
 
 
-@pytest.mark.parametrize("node", ["pre_check"])
+@pytest.mark.parametrize("node", ["rewrite", "pre_check"])
 def test_a_turn_cancelled_mid_rewrite_or_mid_question_stops_within_a_few_forward_passes(graph_parts, node,
                                                                                         monkeypatch):
     """With the real models under `astream`: a follow-up's rewrite, or the question of a check that

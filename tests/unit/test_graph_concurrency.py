@@ -99,6 +99,22 @@ def test_astream_streams_updates_and_the_answers_tokens_then_its_sources():
     assert "".join(m.text for m, _ in chunks) == graph.get_state(thread("s")).values["messages"][-1].text
 
 
+def test_astream_rewrites_a_follow_up_with_a_chat_model_and_streams_the_answers_tokens_alone():
+    model = GenericFakeChatModel(messages=iter(["how do i turn on sync in nimbus desktop", "Choose Sync [1]."]))
+    graph = create_clarifying_rag(
+        clarifier=ScriptedClarifier(pre=[None], post=[None]), retriever=(retriever := StaticRetriever(PASSAGES)),
+        answer_model=model, settings=Settings(),  # the rewriter too
+    ).compile(checkpointer=InMemorySaver())
+
+    async def stream() -> list[tuple[AIMessageChunk, dict[str, Any]]]:
+        return [chunk async for chunk in graph.astream(FOLLOW_UP, thread("rewrite"), stream_mode="messages")]
+
+    chunks = asyncio.run(asyncio.wait_for(stream(), TIMEOUT))
+    assert retriever.queries == ["how do i turn on sync in nimbus desktop"]  # the model's rewrite
+    assert {meta["langgraph_node"] for _, meta in chunks} == {"answer"}
+    assert "".join(m.text for m, _ in chunks) == "Choose Sync [1]." + SOURCES
+
+
 class WithQuestion(ScriptedClarifier):
     """A user's clarifier: a sync `check` and `question`, no async methods."""
 
@@ -294,6 +310,23 @@ def test_a_turn_cancelled_mid_answer_halts_its_generation_however_it_runs(how: s
             pass
 
     assert asyncio.run(asyncio.wait_for(steps_after_a_cancel(run, steps), TIMEOUT)) < 10  # of the 57 left
+
+
+def test_a_turn_cancelled_mid_rewrite_halts_the_rewriters_generation():
+    """A follow-up is rewritten by the chat model: cancelled at the rewrite's third forward step,
+    its generation halts within a step or two, not its 60 (the async node awaits the model)."""
+    steps: list[int] = []
+    graph = create_clarifying_rag(
+        clarifier=ScriptedClarifier(), retriever=StaticRetriever(PASSAGES),  # neither reached
+        answer_model=GenericFakeChatModel(messages=iter([])),
+        rewriter=LocalChatModel(loaded=slowed_tiny_model(0.01, steps), max_new_tokens=60), settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+
+    async def run() -> None:
+        async for _ in graph.astream(FOLLOW_UP, thread("rewrite"), stream_mode=["updates", "messages"]):
+            pass
+
+    assert asyncio.run(asyncio.wait_for(steps_after_a_cancel(run, steps), TIMEOUT)) <= 3  # of the 57 left
 
 
 @pytest.mark.parametrize("how", ["pre_check", "post_check", "a run's threshold", "the default clarifier"])

@@ -40,7 +40,11 @@ from askbetter.torch_thread import on_torch_thread
 
 if TYPE_CHECKING:
     from peft import PeftModel
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import GenerationMixin, PreTrainedModel, PreTrainedTokenizerBase
+
+    class CausalLM(PreTrainedModel, GenerationMixin):
+        """What `AutoModelForCausalLM` loads: a model that can `generate` (transformers' own type
+        for it is private)."""
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +74,7 @@ class LoadedModel:
     The clarifier (adapter on) and the local chat model (adapter off) share one copy; `lock`
     serialises their use so that switching the adapter off never overlaps a clarifier call."""
 
-    model: PreTrainedModel | PeftModel
+    model: CausalLM | PeftModel
     tokenizer: PreTrainedTokenizerBase
     adapter: Path | None = None
     lock: threading.RLock = field(default_factory=threading.RLock, compare=False, repr=False)
@@ -248,7 +252,7 @@ def load_model(settings: Settings | None = None, adapter: str | None = None) -> 
                  settings.dtype, settings.device)
 
 
-def load_base(base: str, cache_dir: Path, dtype: str, device: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+def load_base(base: str, cache_dir: Path, dtype: str, device: str) -> tuple[CausalLM, PreTrainedTokenizerBase]:
     """The base causal LM and its tokenizer, uncached: what training starts from."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -260,7 +264,8 @@ def load_base(base: str, cache_dir: Path, dtype: str, device: str) -> tuple[PreT
     except (OSError, ValueError) as exc:  # a hub id unknown or unreachable, a folder of no model
         first_line = next(iter(str(exc).strip().splitlines()), type(exc).__name__)
         raise ModelNotFound(f"cannot load the model {base!r}: {first_line}") from exc
-    return model.to(device), tokenizer
+    # typeshed types a method that functools.wraps made (as transformers makes `to`) as unbound
+    return model.to(device), tokenizer  # type: ignore[arg-type]
 
 
 def pad_token_id(tokenizer: PreTrainedTokenizerBase) -> int:
@@ -291,7 +296,7 @@ def peft_quietly() -> Iterator[None]:
 @on_torch_thread  # a model loaded on another thread would start a second OpenMP team
 @lru_cache(maxsize=4)
 def _load(base: str, cache_dir: str, adapter: Path | None, dtype: str, device: str) -> LoadedModel:
-    model: PreTrainedModel | PeftModel
+    model: CausalLM | PeftModel
     model, tokenizer = load_base(base, Path(cache_dir), dtype, device)
     if adapter is not None:
         from peft import PeftModel

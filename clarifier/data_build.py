@@ -436,7 +436,7 @@ def _quotas(sizes: dict[Stratum, int], n: int, power: float) -> dict[Stratum, in
             if quotas[k] < sizes[k]:
                 quotas[k] += 1
     while sum(quotas.values()) > n:  # the at-least-one rule overshot: take from the largest
-        k = max(quotas, key=quotas.get)
+        k = max(quotas, key=quotas.__getitem__)
         quotas[k] -= 1
     return quotas
 
@@ -466,13 +466,13 @@ def format_counts(report: BuildReport) -> str:
         return is_negative(k) and k[3] == "hard-negative"
 
     body = [
-        [*row, *(str(count(s, lambda k, r=row: k[1:] == r)) for s in columns)]
+        [*row, *(str(count(s, lambda k: k[1:] == row)) for s in columns)]
         for row in sorted({k[1:] for k in report.counts})
     ]
     summary = [
         ["total", "", "", "", *(str(count(s)) for s in columns)],
         *(
-            [f"  {st}", "", "", "", *(str(count(s, lambda k, st=st: k[2] == st)) for s in columns)]
+            [f"  {st}", "", "", "", *(str(count(s, lambda k: k[2] == st)) for s in columns)]
             for st in ("pre", "post")
         ),
         ["clarify share", "", "", "", *share(is_clarify, lambda k: True)],

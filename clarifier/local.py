@@ -28,6 +28,7 @@ from askbetter.clarifier.prompt import (
     PromptStyle,
     clean_question,
     clear_token_id,
+    decode,
     prompt_ids,
 )
 from askbetter.clarifier.types import Decision, Document, Message, stage_of
@@ -147,7 +148,7 @@ class LocalClarifier:
         # stopped by the cap, not by an end-of-sequence token
         capped = (len(new) == self.max_question_tokens
                   and new[-1].item() not in end_of_sequence_ids(self.loaded))
-        return clean_question(tok.decode(new, skip_special_tokens=True), capped) or FALLBACK_QUESTION
+        return clean_question(decode(tok, new, skip_special_tokens=True), capped) or FALLBACK_QUESTION
 
     async def aquestion(self, messages: list[Message], documents: list[Document] | None = None) -> str:
         """`question` awaited: a cancelled caller halts the generation at its next token."""

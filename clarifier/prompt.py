@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal, cast
 
 from askbetter.clarifier.types import Document, Message
 from askbetter.clarifier.words import content_words
 
 if TYPE_CHECKING:
+    import torch
     from transformers import PreTrainedTokenizerBase
 
 PromptStyle = Literal["tuned", "tuned-question-last", "zero-shot", "few-shot"]
@@ -79,11 +81,17 @@ _QUESTION_SENTENCE_END = re.compile(rf"{_STOP}\s+", re.IGNORECASE)
 _ENDS_A_SENTENCE = re.compile(rf"{_STOP}$", re.IGNORECASE)
 
 
+def decode(tokenizer: PreTrainedTokenizerBase, ids: list[int] | torch.Tensor, **options: bool) -> str:
+    """One sequence's `ids` as text (the tokenizer's `decode` is typed for a batch of them too, which
+    decodes to a list); `options` as `decode` takes them (`skip_special_tokens=True`)."""
+    return cast(str, tokenizer.decode(ids, **options))
+
+
 def cut_middle(tokenizer: PreTrainedTokenizerBase, ids: list[int], keep: int, marker: str) -> str:
     """`ids` decoded with only `keep` of them, the first half (rounded down) and the last, and
     `marker` where the middle was."""
     head = keep // 2
-    return tokenizer.decode(ids[:head]) + marker + tokenizer.decode(ids[len(ids) - (keep - head):])
+    return decode(tokenizer, ids[:head]) + marker + decode(tokenizer, ids[len(ids) - (keep - head):])
 
 
 def _cut(tokenizer: PreTrainedTokenizerBase, text: str, max_tokens: int,
@@ -97,7 +105,7 @@ def _cut(tokenizer: PreTrainedTokenizerBase, text: str, max_tokens: int,
         return cut_middle(tokenizer, ids, max_tokens, " ... ")
     kept = ids[:max_tokens] if keep == "head" else ids[-max_tokens:]
     marker = " ..." if keep == "head" else "... "
-    body = tokenizer.decode(kept)
+    body = decode(tokenizer, kept)
     return body + marker if keep == "head" else marker + body
 
 
@@ -121,7 +129,7 @@ def excerpt(tokenizer: PreTrainedTokenizerBase, text: str, max_tokens: int, focu
         parts = ["..."] if start else []
         for k in range(start, len(sentences)):
             if len(ids[k]) + 1 > room:  # the head of the sentence that does not fit
-                head = tokenizer.decode(ids[k][: room - 2]).strip() if room > 4 else ""
+                head = decode(tokenizer, ids[k][: room - 2]).strip() if room > 4 else ""
                 parts.append(f"{head} ..." if head else "...")
                 break
             parts.append(sentences[k])
@@ -243,7 +251,7 @@ def prompt_ids(
     """Token ids of the prompt, ending where the answer starts."""
     chat = build_chat(messages, documents, tokenizer, max_tokens, style)
     ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
-    if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+    if isinstance(ids, Mapping):  # a BatchEncoding
         ids = ids["input_ids"]
     return list(ids)
 

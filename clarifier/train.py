@@ -43,11 +43,6 @@ if TYPE_CHECKING:
     from torch.optim.lr_scheduler import LRScheduler
     from transformers import PreTrainedTokenizerBase
 
-try:
-    import resource
-except ImportError:  # Unix only: without it (Windows) the peak resident memory is not measured
-    resource = None
-
 log = logging.getLogger(__name__)
 
 PAIR_MARGIN = 1.0  # nats of log P(CLEAR) between a contrast unit's clear and clarify members
@@ -405,7 +400,7 @@ def train_command(config: dict) -> str:
     return shlex.join(words)
 
 
-def model_card(base_model: str, meta: dict) -> str:
+def model_card(base_model: str | None, meta: dict) -> str:
     """The README.md of a run's adapter or checkpoint (whose clarifier config is `meta`), in place
     of PEFT's template, which names the base model by the local folder it was loaded from: the
     base model's id, the command that trained it and where its record is."""
@@ -436,7 +431,7 @@ def _save_adapter(model: PeftModel, folder: Path, meta: dict) -> None:
 
     # the LoRA leaves the embeddings alone; PEFT's check for resized ones would look the base
     # model up on the Hub by its name
-    model.save_pretrained(folder, save_embedding_layers=False)
+    model.save_pretrained(str(folder), save_embedding_layers=False)
     write_adapter_config(folder, meta)
     base = model.peft_config["default"].base_model_name_or_path
     (folder / "README.md").write_text(model_card(base, meta))
@@ -492,13 +487,23 @@ def peak_memory_mb(device: str,
     """Peak resident memory and, on CUDA, the peak memory torch allocated, over this process and
     the `earlier` peaks (those of the processes before a resume, kept in the checkpoint). A peak
     no process measured is None: the resident memory where the `resource` module is missing."""
-    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss if resource else None  # KiB on Linux
+    rss_kib = _peak_rss_kib()
     peak = {"peak_rss_mb": None if rss_kib is None else round(rss_kib / 1024)}
     if device.startswith("cuda"):
         peak["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20)
     earlier = earlier or {}
     return {key: max((v for v in (value, earlier.get(key)) if v is not None), default=None)
             for key, value in peak.items()}
+
+
+def _peak_rss_kib() -> int | None:
+    """This process's peak resident memory, in KiB on Linux; None without the `resource` module,
+    which is Unix only (on Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def rng_state(device: str) -> dict[str, torch.Tensor]:

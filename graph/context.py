@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from functools import cache
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict  # pydantic (LangGraph's JSON schemas) needs it before Python 3.12
@@ -46,7 +46,7 @@ class Context(TypedDict, total=False):
 
 
 def default_context(settings: Settings) -> Context:
-    return Context(**{name: getattr(settings, name) for name in RUN_SETTINGS})  # type: ignore[typeddict-item]
+    return cast(Context, {name: getattr(settings, name) for name in RUN_SETTINGS})
 
 
 def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Context:
@@ -71,7 +71,7 @@ def resolve_context(context: Mapping[str, Any] | None, defaults: Context) -> Con
     given = {key: given[key] for key in Context.__annotations__ if given.get(key) is not None}
     for key, value in given.items():
         _check_type(key, value)
-    merged = Context(**{**defaults, **given})
+    merged = cast(Context, {**defaults, **given})
     check_run_settings(merged, lambda name: f"context key {name!r}")
     return merged
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from langgraph.graph import END
 
@@ -69,4 +69,4 @@ def after_post_check(state: Mapping[str, Any], ctx: Context) -> Literal["ask_use
 
 def after_ask_user(state: Mapping[str, Any], ctx: Context) -> Literal["await_reply", "__end__"]:
     """Interrupt mode waits for the reply (then goes round again); message mode ends the turn."""
-    return AWAIT_REPLY if ctx["ask_mode"] == "interrupt" else END
+    return AWAIT_REPLY if ctx["ask_mode"] == "interrupt" else cast(Literal["__end__"], END)  # LangGraph's is a str

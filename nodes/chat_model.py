@@ -121,9 +121,8 @@ class LocalChatModel(BaseChatModel):
         traceback (a callback that keeps the error) kept it open, so generation ran on to its end."""
         halt = threading.Event()
         pieces = self._pieces(messages, stop, halt)
-        done = object()
         try:
-            while (piece := await run_in_executor(None, next, pieces, done)) is not done:
+            while (piece := await run_in_executor(None, next, pieces, None)) is not None:
                 yield piece
         finally:
             halt.set()

@@ -96,7 +96,7 @@ class _Rewrite:
         if continuing and state.get("query"):
             fallback = f"{state['query']} {turn}"[:max_query_chars]
         index = last_user_index(messages)
-        if rewriter is None or not to_dialog(messages[:index]):
+        if rewriter is None or index is None or not to_dialog(messages[:index]):
             return cls(resets, turn)
         return cls(resets, fallback, messages[: index + 1], turn, max_query_chars)
 

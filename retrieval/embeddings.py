@@ -64,8 +64,9 @@ def _load(name_or_path: str, device: str) -> "SentenceTransformer":
             "to a local sentence-transformers folder, or leave it unset for the bundled MiniLM"
         ) from exc
     # retrieval (Chroma's embedding function calls `encode`) and evaluation embed on the models'
-    # thread too, from whichever thread they run in
-    model.encode = on_torch_thread(model.encode)  # type: ignore[method-assign]
+    # thread too, from whichever thread they run in (the wrapper has one signature, not `encode`'s
+    # overloads)
+    model.encode = on_torch_thread(model.encode)  # type: ignore[method-assign, assignment]
     return model
 
 

@@ -125,12 +125,14 @@ def open_collection(
             _require_chunks(_existing_collection(client, name))
         if embedding_function is None:
             embedding_function = make_embedding_function(settings.embedding_model, settings.device)
+        # the ignores: Chroma types the parameter as a function of texts and images both, which
+        # its own text-only functions (this one) are not
         try:
             if not create:
-                return client.get_collection(name, embedding_function=embedding_function)
+                return client.get_collection(name, embedding_function=embedding_function)  # type: ignore[arg-type]
             return client.get_or_create_collection(
                 name,
-                embedding_function=embedding_function,
+                embedding_function=embedding_function,  # type: ignore[arg-type]
                 # a fresh dict each time: Chroma writes the embedding function into it
                 configuration={"hnsw": {"space": "cosine"}},
             )

@@ -1,6 +1,7 @@
 """Pure parts of the training loop: encoding, bucketing, collation, the weighted loss."""
 
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -221,9 +222,9 @@ class _Saves:
 
     peft_config = {"default": type("Config", (), {"base_model_name_or_path": "base"})()}
 
-    def save_pretrained(self, folder, save_embedding_layers: bool) -> None:
-        folder.mkdir(parents=True)
-        (folder / "adapter_model.safetensors").write_text("weights")
+    def save_pretrained(self, folder: str, save_embedding_layers: bool) -> None:
+        Path(folder).mkdir(parents=True)
+        (Path(folder) / "adapter_model.safetensors").write_text("weights")
 
     def state_dict(self) -> dict:
         return {}

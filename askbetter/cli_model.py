@@ -1,7 +1,7 @@
 """The clarification model's subcommands: `data build`, `train`, `calibrate` and `eval`.
 
 Added to the parser by `askbetter.cli._model_subcommands`; every `TrainConfig` field is a `train`
-option, so the knobs on the command line are the knobs at the top of `askbetter.clarifier.train`.
+option, so the knobs on the command line are the fields in `askbetter.clarifier.train_config`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class _StoreTuple(argparse.Action):
 
 
 def add_train(subparsers: Any) -> None:
-    from askbetter.clarifier.train import TrainConfig
+    from askbetter.clarifier.train_config import TrainConfig  # not .train: it imports torch
 
     parser = subparsers.add_parser(
         "train", help="LoRA-train the clarifier (resumes from OUT_DIR/checkpoint)",

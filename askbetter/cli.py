@@ -282,17 +282,26 @@ def print_error(exc: BaseException) -> None:
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    """Errors with a message meant for the user (imported late: they live in heavy modules)."""
-    from askbetter.clarifier.assets import ModelNotFound, ModelPackageMissing
+    """Errors with a message meant for the user (imported late: they live in heavy modules). Those
+    of the model modules (which import torch) only once the command has imported them: until then
+    it raised none of them."""
     from askbetter.clarifier.data_build import UnknownGroup
     from askbetter.clarifier.examples import ExampleFormatError
     from askbetter.clarifier.source_common import RawDataError
-    from askbetter.clarifier.train import CheckpointMismatch, UnknownTargetModules
     from askbetter.retrieval.errors import RetrievalError
 
-    return (UsageError, ModelPackageMissing, ModelNotFound, RetrievalError, ExampleFormatError,
-            RawDataError, CheckpointMismatch, UnknownTargetModules, UnknownGroup, FileNotFoundError,
-            FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
+    errors: list[type[BaseException]] = [
+        UsageError, RetrievalError, ExampleFormatError, RawDataError, UnknownGroup, FileNotFoundError,
+        FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError]
+    if "askbetter.clarifier.assets" in sys.modules:
+        from askbetter.clarifier.assets import ModelNotFound, ModelPackageMissing
+
+        errors += [ModelPackageMissing, ModelNotFound]
+    if "askbetter.clarifier.train" in sys.modules:
+        from askbetter.clarifier.train import CheckpointMismatch, UnknownTargetModules
+
+        errors += [CheckpointMismatch, UnknownTargetModules]
+    return tuple(errors)
 
 
 if __name__ == "__main__":  # `python -m askbetter.cli`: run the module the others import, so that

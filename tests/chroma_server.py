@@ -1,5 +1,5 @@
 """A real `chroma run` server for tests: `start_chroma_server`, and the `chroma_server` fixture
-(registered in `tests/unit/conftest.py`)."""
+(registered in `tests/unit/conftest.py`); `free_port` for any server a test starts."""
 
 import socket
 import subprocess
@@ -30,13 +30,17 @@ def start_chroma_server(settings: Settings) -> subprocess.Popen:
             time.sleep(0.1)
 
 
+def free_port() -> int:
+    """A local TCP port no one listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @pytest.fixture
 def chroma_server(tmp_path):
     """(settings reaching a fresh `chroma run` server on a free port, the server's process)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    settings = Settings(chroma_host="127.0.0.1", chroma_port=port, chroma_path=tmp_path / "served",
+    settings = Settings(chroma_host="127.0.0.1", chroma_port=free_port(), chroma_path=tmp_path / "served",
                         collection="served")
     server = start_chroma_server(settings)
     yield settings, server

@@ -7,11 +7,12 @@ Start the server from the repository with a store that holds the bundled corpus,
     python scripts/serve_check.py --url http://127.0.0.1:2024
 
 Each check talks to the server with `langgraph_sdk` on threads of its own and prints what it saw:
-`interrupt` (an ambiguous turn pauses with the question; resumed, it answers with Sources),
-`context` (the run's `threshold`, `top_k` and `ask_mode` are honoured), `cancel` (a run cancelled
-at its first answer token ends at once, and the next run starts), `together` (two threads at once:
-`langgraph dev` runs one run at a time unless given `--n-jobs-per-worker`, so the second waits).
-The exit status is 1 when a check failed.
+`interrupt` (an ambiguous turn pauses with the question; resumed, the thread holds the reply after
+it and the turn answers with Sources), `context` (the run's `threshold`, `top_k` and `ask_mode` are
+honoured), `cancel` (a run cancelled at its first answer token ends at once, and the next run
+starts), `together` (two threads at once: `langgraph dev` runs one run at a time unless given
+`--n-jobs-per-worker`, so the second waits). The exit status is 1 when a check failed. The test
+suite runs them all against a server it starts (tests/integration/test_langgraph_server.py).
 """
 
 from __future__ import annotations
@@ -101,11 +102,13 @@ async def check_interrupt(client: LangGraphClient) -> bool:
     if not ok:
         return False
     answered = await stream(client, thread, command={"resume": REPLY})
-    text = await last_message(client, thread)
+    messages = (await client.threads.get_state(thread))["values"]["messages"]
+    text, stored = messages[-1]["content"], [(m["type"], m["content"]) for m in messages[2:3]]
     return report(
         "interrupt",
-        answered.interrupt is None and "\nSources:\n" in text and answered.tokens > 0,
-        f"resumed {REPLY!r}: {' -> '.join(answered.nodes)}; {answered.tokens} chunks streamed, "
+        stored == [("human", REPLY)] and answered.interrupt is None and "\nSources:\n" in text and answered.tokens > 0,
+        f"resumed {REPLY!r}, stored after the question as {stored}: "
+        f"{' -> '.join(answered.nodes)}; {answered.tokens} chunks streamed, "
         f"first at {answered.first_token_s or 0:.1f} s, {answered.seconds:.1f} s; "
         f"Sources: {text.split('Sources:')[-1].strip().splitlines()[:1]}...",
     )

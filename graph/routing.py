@@ -2,7 +2,9 @@
 
 A decision that needs clarification goes to `ask_user` only while the turn has rounds left
 (`max_rounds`) and its question has not been asked before in the thread; otherwise the turn goes
-on to retrieval or the answer. `ask_blocker` says which rule held it back.
+on to retrieval or the answer. `ask_blocker` says which rule held it back. A blank reply to a
+question declines it (`declined`): the turn goes on to retrieval and the answer with the query
+asked about, and neither check runs again.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Final, Literal, cast
 from langgraph.graph import END
 
 from askbetter.graph.context import Context
+from askbetter.nodes.messages import last_user_text
 
 REWRITE: Final = "rewrite"
 PRE_CHECK: Final = "pre_check"
@@ -49,10 +52,16 @@ def should_ask(state: Mapping[str, Any], decision: Mapping[str, Any] | None, max
     return ask_blocker(state, decision, max_rounds) is None
 
 
+def declined(state: Mapping[str, Any]) -> bool:
+    """The turn's user message is blank but its query is not: a blank reply to a clarification
+    question, which `rewrite` answers with the query asked about (a blank new turn has no query)."""
+    return bool(state.get("query")) and not last_user_text(state.get("messages", []))
+
+
 def after_rewrite(state: Mapping[str, Any], ctx: Context) -> Literal["pre_check", "retrieve", "answer"]:
     if not state.get("query"):
         return ANSWER  # an empty turn: answered with a request for a question, no model involved
-    return PRE_CHECK if ctx["pre_check"] else RETRIEVE
+    return PRE_CHECK if ctx["pre_check"] and not declined(state) else RETRIEVE
 
 
 def after_pre_check(state: Mapping[str, Any], ctx: Context) -> Literal["ask_user", "retrieve"]:
@@ -60,7 +69,7 @@ def after_pre_check(state: Mapping[str, Any], ctx: Context) -> Literal["ask_user
 
 
 def after_retrieve(state: Mapping[str, Any], ctx: Context) -> Literal["post_check", "answer"]:
-    return POST_CHECK if ctx["post_check"] else ANSWER
+    return POST_CHECK if ctx["post_check"] and not declined(state) else ANSWER
 
 
 def after_post_check(state: Mapping[str, Any], ctx: Context) -> Literal["ask_user", "answer"]:

@@ -33,6 +33,8 @@ class ScriptedClarifier:
     def check(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
         stage = stage_of(documents)
         self.calls.append((stage, list(messages), documents))
+        if not messages or messages[-1]["role"] != "user":  # as `LocalClarifier`'s prompt refuses it
+            raise ValueError("the conversation must end with a non-empty user turn")
         if not self.queues[stage]:
             raise AssertionError(f"no scripted {stage} decision left (call {len(self.calls)})")
         item = self.queues[stage].pop(0)

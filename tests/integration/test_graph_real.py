@@ -63,6 +63,19 @@ def test_a_turn_runs_end_to_end_in_interrupt_mode(graph_parts):
     assert answer.text.split("\n\nSources:")[0].strip()  # the model wrote something
 
 
+def test_a_blank_reply_to_the_real_clarifiers_question_answers_the_query_asked_about(graph_parts):
+    """The real clarifier refuses a dialog that ends on its own question (the blank reply dropped):
+    a blank reply declines the question, and the turn answers without another check."""
+    _, _, graph = graph_parts
+    config = {"configurable": {"thread_id": "real-blank-reply"}}
+    context = {"ask_mode": "interrupt", "threshold": 0.0}  # every check asks
+    out = graph.invoke({"messages": [("user", "How do I turn on sync?")]}, config, context=context)
+    assert out["__interrupt__"][0].value["stage"] == "pre"
+    out = graph.invoke(Command(resume=""), config, context=context)
+    assert "__interrupt__" not in out and out["query"] == "How do I turn on sync?"
+    assert out["messages"][-1].text.split("\n\nSources:")[0].strip()
+
+
 def test_the_answer_model_shares_the_clarifiers_weights(graph_parts):
     from askbetter.graph.defaults import local_chat_model
 

@@ -429,12 +429,19 @@ def test_empty_turn_gets_a_polite_reply_without_any_model(text):
     assert nodes_run(graph, user(text), config) == ["rewrite", "answer"]
 
 
-def test_a_blank_reply_to_a_question_answers_the_clarified_query():
-    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+@pytest.mark.parametrize("ask_mode", ["interrupt", "message"])
+def test_a_blank_reply_to_a_question_declines_it_and_answers_the_clarified_query(ask_mode):
+    """No check runs on the reply: the dialog would end on the question (its blank turn dropped),
+    which the clarifier refuses, and the user has said no more."""
+    clarifier = ScriptedClarifier(pre=["Which product?"])
     graph, retriever, config = build(clarifier)
-    graph.invoke(user("How do I turn on sync?"), config)
-    out = graph.invoke(Command(resume="  "), config)
-    assert retriever.queries == ["How do I turn on sync?"]
+    context = {"ask_mode": ask_mode}
+    graph.invoke(user("How do I turn on sync?"), config, context=context)
+    reply = Command(resume="  ") if ask_mode == "interrupt" else user("  ")
+    resumed = ["await_reply"] if ask_mode == "interrupt" else []
+    assert nodes_run(graph, reply, config, context) == [*resumed, "rewrite", "retrieve", "answer"]
+    out = graph.get_state(config).values
+    assert retriever.queries == ["How do I turn on sync?"] and len(clarifier.calls) == 1
     assert out["messages"][-1].text.startswith(ANSWER_TEXT) and out["clarification_rounds"] == 1
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, P
 from askbetter.nodes.answer import SOURCES_TAG, passage_title
 from askbetter.nodes.ask_user import CLARIFICATION_METADATA
 from askbetter.text import displayable
+
+log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -134,7 +137,8 @@ async def arestore_thread(
     next turn goes on from (the turn's own checkpoints stay in the history, a branch left behind).
     The copy holds no pending writes, so a question the thread was paused on is put again by
     running the node that asked it (`await_reply`, the copy's next task) with no resume value; it
-    pauses the thread with the same question. A thread the turn began is deleted.
+    pauses the thread with the same question. A thread the turn began is deleted (a checkpointer
+    without `adelete_thread` keeps it as a cancelled run leaves it, with a warning).
 
     (Going on from `before`'s checkpoint itself, its `checkpoint_id` in the next turn's config,
     would not do for a paused thread: a stopped reply's resume value stays stored there as its
@@ -142,7 +146,11 @@ async def arestore_thread(
     checkpointer = cast(BaseCheckpointSaver, graph.checkpointer)  # aget_state refused a graph without one
     configurable = {k: v for k, v in config.get("configurable", {}).items() if k != "checkpoint_id"}
     if before.metadata is None:  # no checkpoint: the turn began the thread
-        await checkpointer.adelete_thread(configurable["thread_id"])
+        try:
+            await checkpointer.adelete_thread(configurable["thread_id"])
+        except NotImplementedError:  # BaseCheckpointSaver's: the stop goes on up all the same
+            log.warning("the checkpointer cannot delete a thread (no adelete_thread): thread %r keeps the "
+                        "stopped turn", configurable["thread_id"])
         return
     await graph.aupdate_state(before.config, None, as_node="__copy__")
     if before.interrupts:

@@ -23,8 +23,10 @@ from langgraph.types import Command
 from askbetter import torch_thread
 from askbetter.clarifier.assets import LoadedModel
 from askbetter.clarifier.local import LocalClarifier
+from askbetter.graph.context import default_context
 from askbetter.graph.factory import create_clarifying_rag
 from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
+from askbetter.graph.trace import arun_turn
 from askbetter.nodes.answer import SOURCES_TAG
 from askbetter.nodes.chat_model import LocalChatModel
 from askbetter.settings import Settings
@@ -352,6 +354,41 @@ def test_a_turn_cancelled_while_a_check_asks_halts_the_questions_generation(how:
             pass
 
     assert asyncio.run(asyncio.wait_for(steps_after_a_cancel(run, steps), TIMEOUT)) <= 3  # of the 58 left
+
+
+class Hanging(ScriptedClarifier):
+    """A clarifier whose async check never ends (a model that hangs): the turn waits there."""
+
+    async def acheck(self, messages: list[Any], documents: list[Any] | None = None) -> Any:
+        await asyncio.Event().wait()
+
+
+class CannotDeleteAThread(InMemorySaver):
+    """A checkpointer without `adelete_thread`: BaseCheckpointSaver's raises NotImplementedError."""
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        raise NotImplementedError
+
+
+def test_a_first_turn_stopped_on_a_checkpointer_that_cannot_delete_a_thread_still_ends_in_its_stop():
+    """`arun_turn` undoes a stopped first turn by deleting its thread; where the checkpointer cannot,
+    the turn is left as a cancelled `astream` leaves it, and the stop (CancelledError) goes on up,
+    not the checkpointer's NotImplementedError."""
+    graph = create_clarifying_rag(
+        clarifier=Hanging(), retriever=StaticRetriever(PASSAGES), answer_model=GenericFakeChatModel(messages=iter([])),
+        rewriter=lambda messages: messages[-1].text, settings=Settings(),
+    ).compile(checkpointer=CannotDeleteAThread())
+
+    async def stop_at_the_check() -> None:
+        task = asyncio.create_task(arun_turn(graph, user(TURNS[0]), thread("kept"), default_context(Settings())))
+        while (await graph.aget_state(thread("kept"))).next != ("pre_check",):
+            await asyncio.sleep(0.001)
+        task.cancel()
+        await task
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(asyncio.wait_for(stop_at_the_check(), TIMEOUT))
+    assert texts(graph.get_state(thread("kept")).values) == [TURNS[0]]
 
 
 def test_a_process_whose_turn_was_cancelled_mid_generation_exits_cleanly(tmp_path: Path):

@@ -27,3 +27,15 @@ def test_help_prints_the_usage_and_no_arguments_are_a_usage_error(
     assert refused.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith(f"usage: {script.name}") and "error:" in err
+
+
+def test_combine_scores_reads_f1_and_auc_as_n_a_on_examples_of_one_label(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No example needs clarifying and none is asked: F1 and AUC count nothing."""
+    main = runpy.run_path(str(SCRIPTS[0].with_name("combine_scores.py")))["main"]
+    for name, shift in (("a", 0.0), ("b", 0.1)):
+        rows = [f'{{"id": "e{i}", "label": 0, "score": {0.05 * i + shift}}}\n' for i in range(6)]
+        (tmp_path / f"{name}.jsonl").write_text("".join(rows), encoding="utf-8")
+    main(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and all("F1 n/a (n=3); AUC on all n/a (n=6)" in line for line in lines), lines

@@ -203,8 +203,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
             print_error(exc)
             paused = False
             continue
-        except KeyboardInterrupt:  # Ctrl-C in a turn stops it (its answer halts at once), not the chat; the
-            printer.stopped()  # thread is as before the turn (run_turn put it back), so `paused` is too
+        except KeyboardInterrupt:  # Ctrl-C in a turn stops it (its answer halts at once), not the chat; run_turn
+            printer.stopped()  # put the thread back, unless the Ctrl-C came once the turn had ended: ask it
+            paused = bool(graph.get_state(config).interrupts)
             continue
         printer.outcome(result)
         paused = result.interrupt is not None

@@ -12,6 +12,7 @@ import sys
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from askbetter import cli
 from askbetter.clarifier.assets import ModelPackageMissing
@@ -401,6 +402,28 @@ def test_a_stopped_chat_turn_leaves_the_thread_as_before_it_and_the_chat_goes_on
         return [m.text for m in turns[-1][1].values["messages"]]
 
     assert texts(states) == texts(plain_states)
+
+
+def test_a_ctrl_c_after_a_chat_turn_ended_leaves_the_next_line_a_turn_of_the_thread_as_it_is(monkeypatch, capsys):
+    """A Ctrl-C that lands once the turn has ended (as `asyncio.run` shuts down, after `arun_turn`
+    returned) finds nothing to undo: the reply that answered the question stays, and the next line
+    is a new turn, not a resume of a question no longer waiting (which LangGraph would drop)."""
+    clarifier = ScriptedClarifier(pre=["Which product?", None, None], post=[None, None])
+    use_fake_graph(monkeypatch, clarifier, answers=("Choose Preferences > Sync [2].", "Use the app [1]."))
+    run_turn = trace.run_turn
+
+    def ctrl_c_once_a_reply_ended(graph, payload, config, *args, **kwargs):
+        result = run_turn(graph, payload, config, *args, **kwargs)
+        if isinstance(payload, Command):
+            raise KeyboardInterrupt
+        return result
+
+    monkeypatch.setattr(trace, "run_turn", ctrl_c_once_a_reply_ended)
+    monkeypatch.setattr("sys.stdin", io.StringIO("How do I turn on sync?\nNimbus Desktop\nAnd on my phone?\n"))
+    assert cli.main(["chat", "--ask-mode", "interrupt"]) == 0
+    assert capsys.readouterr().out.count("(stopped)\n") == 1
+    assert [messages[-1]["content"] for stage, messages, _ in clarifier.calls if stage == "pre"] == [
+        "How do I turn on sync?", "Nimbus Desktop", "And on my phone?"]
 
 
 def test_ingest_into_a_server_that_stops_mid_run_keeps_what_it_stored(chroma_server, tmp_path, monkeypatch, capsys):

@@ -16,7 +16,7 @@ from typing import Any, Final, Literal, cast
 from langgraph.graph import END
 
 from askbetter.graph.context import Context
-from askbetter.nodes.messages import last_user_text
+from askbetter.nodes.messages import last_user_index, last_user_text
 
 REWRITE: Final = "rewrite"
 PRE_CHECK: Final = "pre_check"
@@ -55,7 +55,8 @@ def should_ask(state: Mapping[str, Any], decision: Mapping[str, Any] | None, max
 def declined(state: Mapping[str, Any]) -> bool:
     """The turn's user message is blank but its query is not: a blank reply to a clarification
     question, which `rewrite` answers with the query asked about (a blank new turn has no query)."""
-    return bool(state.get("query")) and not last_user_text(state.get("messages", []))
+    messages = state.get("messages", [])
+    return bool(state.get("query")) and last_user_index(messages) is not None and not last_user_text(messages)
 
 
 def after_rewrite(state: Mapping[str, Any], ctx: Context) -> Literal["pre_check", "retrieve", "answer"]:

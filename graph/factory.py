@@ -13,8 +13,9 @@ START -> rewrite -> pre_check --ask--> ask_user --interrupt--> await_reply -> re
 The caller compiles it and chooses the checkpointer (interrupt mode and multi-turn threads need
 one): `create_clarifying_rag().compile(checkpointer=InMemorySaver())`. Run settings come through
 `context=` at invoke time (see `askbetter.graph.context.Context`). Async runs (`ainvoke`,
-`astream`) await the rewrite's, the checks' and the answer's models: cancelling a run halts a
-generation at its next token.
+`astream`) await the rewrite's, the checks' and the answer's models (cancelling a run halts a
+generation at its next token) and a retriever's `asearch` where it has one (a LangChain retriever's
+`ainvoke`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.documents import Document
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime, get_runtime
 
@@ -37,8 +39,9 @@ from askbetter.nodes.ask_user import ask_user, await_reply
 from askbetter.nodes.messages import ChatModel, last_user_text
 from askbetter.nodes.post_check import apost_check, post_check
 from askbetter.nodes.pre_check import apre_check, pre_check
-from askbetter.nodes.retrieve import retrieve
+from askbetter.nodes.retrieve import aretrieve, retrieve
 from askbetter.nodes.rewrite import Rewriter, arewrite, rewrite
+from askbetter.retrieval.langchain import LangChainRetriever
 from askbetter.retrieval.types import Retriever
 from askbetter.settings import Settings
 
@@ -47,7 +50,7 @@ Update = dict[str, Any]
 
 def create_clarifying_rag(
     clarifier: Clarifier | None = None,
-    retriever: Retriever | None = None,
+    retriever: Retriever | Runnable[str, list[Document]] | None = None,
     answer_model: ChatModel | None = None,
     rewriter: Rewriter | None = None,
     settings: Settings | None = None,
@@ -56,17 +59,24 @@ def create_clarifying_rag(
     (`Settings.from_env()` if None) and are built on first use, not here:
 
     - `clarifier`: `LocalClarifier.from_settings(settings)`;
-    - `retriever`: `ChromaRetriever` over the configured Chroma collection;
+    - `retriever`: a `Retriever` (`search(query, k)`), or a LangChain retriever as it is
+      (`vectorstore.as_retriever()`, any `BaseRetriever`, or a runnable returning `Document`s:
+      `LangChainRetriever` maps its documents to passages; its own k should be at least the run's
+      `top_k`); default `ChromaRetriever` over the configured Chroma collection;
     - `answer_model`: any chat model, bound or wrapped too (`.bind(...)`, `.with_retry()`), or a
       chain ending in one (`prompt | model | StrOutputParser()`: a str result is read too); default
       the local base model as a `LocalChatModel` (sharing the clarifier's copy);
     - `rewriter`: a callable `(messages) -> query`, or a chat model (or chain, as for `answer_model`)
       prompted to rewrite; default the answer model when one is given, else the local model.
 
-    A `clarifier` without `check` or a `retriever` without `search` raises TypeError here.
+    A `clarifier` without `check`, or a `retriever` with no `search` that is no LangChain runnable
+    either, raises TypeError here.
     """
     require_component(clarifier, Clarifier, "clarifier", "check(messages, documents=None) -> Decision")
-    require_component(retriever, Retriever, "retriever", "search(query, k) -> list of passage dicts")
+    if isinstance(retriever, Runnable) and not isinstance(retriever, Retriever):
+        retriever = LangChainRetriever(retriever)
+    require_component(retriever, Retriever, "retriever", "search(query, k) -> list of passage dicts",
+                      "or be a LangChain retriever (invoke(query) -> list of Documents)")
     settings = settings or Settings.from_env()
     defaults = default_context(settings)
     clarifier = clarifier if clarifier is not None else LazyClarifier(settings)
@@ -105,8 +115,11 @@ def create_clarifying_rag(
     async def apre_check_node(state: RagState) -> Update:
         return await apre_check(state, clarifier=clarifier, threshold=threshold())
 
-    def retrieve_node(state: RagState, runtime: Runtime[Context]) -> Update:
-        return retrieve(state, retriever=retriever, top_k=read(runtime)["top_k"])
+    def retrieve_node(state: RagState) -> Update:
+        return retrieve(state, retriever=retriever, top_k=top_k())
+
+    async def aretrieve_node(state: RagState) -> Update:
+        return await aretrieve(state, retriever=retriever, top_k=top_k())
 
     def post_check_node(state: RagState) -> Update:
         return post_check(state, clarifier=clarifier, threshold=threshold())
@@ -118,6 +131,10 @@ def create_clarifying_rag(
         """The run's threshold, read in a node that is a `RunnableLambda` (LangGraph passes those no
         `runtime`)."""
         return read(get_runtime(Context))["threshold"]
+
+    def top_k() -> int:
+        """The run's `top_k`, read as `threshold` is."""
+        return read(get_runtime(Context))["top_k"]
 
     def ask_user_node(state: RagState) -> Update:
         return ask_user(state)
@@ -142,7 +159,9 @@ def create_clarifying_rag(
     # run stops its generation at the next token
     builder.add_node(REWRITE, both(REWRITE, rewrite_node, arewrite_node))
     builder.add_node(PRE_CHECK, both(PRE_CHECK, pre_check_node, apre_check_node))
-    builder.add_node(RETRIEVE, retrieve_node)  # nothing to halt in one search: async runs await it in a thread
+    # a retriever with `asearch` (a LangChain one) is awaited in async runs, any other's `search`
+    # runs in an executor thread
+    builder.add_node(RETRIEVE, both(RETRIEVE, retrieve_node, aretrieve_node))
     builder.add_node(POST_CHECK, both(POST_CHECK, post_check_node, apost_check_node))
     builder.add_node(ASK_USER, ask_user_node)
     builder.add_node(AWAIT_REPLY, await_reply_node)
@@ -163,12 +182,15 @@ def both(name: str, node: Callable[..., Update], anode: Callable[..., Awaitable[
     return RunnableLambda(node, afunc=anode, name=name)
 
 
-def require_component(component: object, protocol: type, name: str, method: str) -> None:
+def require_component(component: object, protocol: type, name: str, method: str, alternative: str = "") -> None:
     """TypeError at build time, not on the first turn, when `component` (if given) lacks the
-    protocol's method: say, a LangChain `BaseRetriever` (`invoke`) passed as the retriever."""
+    protocol's method (and is not the `alternative` the message names): say, a function passed as
+    the clarifier."""
     if component is not None and not isinstance(component, protocol):
+        other = f" {alternative}" if alternative else ""
         raise TypeError(
-            f"{name} must have a method {method} (askbetter.{protocol.__name__}), not {type(component).__name__}"
+            f"{name} must have a method {method} (askbetter.{protocol.__name__}){other}, "
+            f"not {type(component).__name__}"
         )
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from langchain_core.runnables.config import run_in_executor
 
 from askbetter.retrieval.types import Retriever
 
@@ -12,7 +15,22 @@ def retrieve(state: Mapping[str, Any], *, retriever: Retriever, top_k: int) -> d
     """The retriever's passages, its first `top_k` when it returns more; anything else (None,
     LangChain `Document`s, dicts without a str `text`) raises TypeError naming what came back,
     rather than reach the checks and the answer as empty passages."""
-    found = retriever.search(state["query"], k=top_k)
+    return _documents(retriever.search(state["query"], k=top_k), retriever, top_k)
+
+
+async def aretrieve(state: Mapping[str, Any], *, retriever: Retriever, top_k: int) -> dict[str, Any]:
+    """`retrieve` for async runs: the retriever's `asearch(query, k)` where it has one (a LangChain
+    retriever's `ainvoke`: an async-only vector store client works, and a cancelled run cancels
+    the search), else its `search` in an executor thread, as LangGraph runs a sync node."""
+    asearch = getattr(retriever, "asearch", None)
+    if inspect.iscoroutinefunction(asearch):
+        found = await asearch(state["query"], k=top_k)
+    else:
+        found = await run_in_executor(None, retriever.search, state["query"], top_k)
+    return _documents(found, retriever, top_k)
+
+
+def _documents(found: object, retriever: Retriever, top_k: int) -> dict[str, Any]:
     where = f"{type(retriever).__name__}.search"
     if isinstance(found, str | Mapping) or not isinstance(found, Iterable):
         raise TypeError(f"{where} returned {type(found).__name__}, not a list of passages")

@@ -1,4 +1,5 @@
-"""askbetter.retrieval: Chroma store, embedding function, ingestion, and the bundled demo corpus."""
+"""askbetter.retrieval: Chroma store, embedding function, ingestion, the bundled demo corpus, and a
+LangChain retriever as a `Retriever`."""
 
 from askbetter.retrieval.corpus import bundled_corpus_dir
 from askbetter.retrieval.embeddings import (
@@ -8,12 +9,14 @@ from askbetter.retrieval.embeddings import (
 )
 from askbetter.retrieval.errors import RetrievalError
 from askbetter.retrieval.ingest import IngestReport, ingest
+from askbetter.retrieval.langchain import LangChainRetriever
 from askbetter.retrieval.store import ChromaRetriever, make_client, open_collection
 from askbetter.retrieval.types import Passage, Retriever
 
 __all__ = [
     "ChromaRetriever",
     "IngestReport",
+    "LangChainRetriever",
     "Passage",
     "RetrievalError",
     "Retriever",

@@ -521,18 +521,15 @@ def test_building_the_default_graph_loads_nothing(monkeypatch):
 
 
 def test_a_clarifier_or_retriever_without_its_method_is_refused_at_build_time():
-    from langchain_core.documents import Document
-    from langchain_core.retrievers import BaseRetriever
-
-    class LangChainRetriever(BaseRetriever):
-        def _get_relevant_documents(self, query, *, run_manager=None):
-            return [Document(page_content="Choose Preferences > Sync.")]
+    class Index:  # neither search nor invoke
+        def query(self, text):
+            return [{"text": "Choose Preferences > Sync."}]
 
     with pytest.raises(TypeError) as caught:
-        create_clarifying_rag(clarifier=ScriptedClarifier(), retriever=LangChainRetriever(), settings=Settings())
+        create_clarifying_rag(clarifier=ScriptedClarifier(), retriever=Index(), settings=Settings())
     assert str(caught.value) == (
-        "retriever must have a method search(query, k) -> list of passage dicts (askbetter.Retriever), "
-        "not LangChainRetriever"
+        "retriever must have a method search(query, k) -> list of passage dicts (askbetter.Retriever) or be a "
+        "LangChain retriever (invoke(query) -> list of Documents), not Index"
     )
     with pytest.raises(TypeError, match=r"^clarifier must have a method check\(messages, documents=None\) -> "
                                         r"Decision \(askbetter.Clarifier\), not function$"):

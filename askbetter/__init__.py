@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "Retriever": "askbetter.retrieval.types",
     "Passage": "askbetter.retrieval.types",
     "ChromaRetriever": "askbetter.retrieval.store",
+    "LocalEmbeddings": "askbetter.retrieval.embeddings",
     "make_client": "askbetter.retrieval.store",
     "open_collection": "askbetter.retrieval.store",
     "ingest": "askbetter.retrieval.ingest",
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from askbetter.graph.state import RagState
     from askbetter.nodes.chat_model import LocalChatModel
     from askbetter.retrieval.corpus import bundled_corpus_dir
+    from askbetter.retrieval.embeddings import LocalEmbeddings
     from askbetter.retrieval.ingest import ingest
     from askbetter.retrieval.store import ChromaRetriever, make_client, open_collection
     from askbetter.retrieval.types import Passage, Retriever

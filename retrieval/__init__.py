@@ -3,6 +3,7 @@ LangChain retriever as a `Retriever`."""
 
 from askbetter.retrieval.corpus import bundled_corpus_dir
 from askbetter.retrieval.embeddings import (
+    LocalEmbeddings,
     load_sentence_transformer,
     make_embedding_function,
     resolve_embedding_model,
@@ -17,6 +18,7 @@ __all__ = [
     "ChromaRetriever",
     "IngestReport",
     "LangChainRetriever",
+    "LocalEmbeddings",
     "Passage",
     "RetrievalError",
     "Retriever",

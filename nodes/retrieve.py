@@ -26,7 +26,7 @@ async def aretrieve(state: Mapping[str, Any], *, retriever: Retriever, top_k: in
     if inspect.iscoroutinefunction(asearch):
         found = await asearch(state["query"], k=top_k)
     else:
-        found = await run_in_executor(None, retriever.search, state["query"], top_k)
+        found = await run_in_executor(None, retriever.search, state["query"], k=top_k)
     return _documents(found, retriever, top_k)
 
 

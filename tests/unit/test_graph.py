@@ -3,6 +3,7 @@ serialisation, bad input and token streaming."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 import warnings
@@ -591,6 +592,20 @@ def test_a_retriever_that_ignores_k_is_cut_to_top_k():
     out = graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "k"}}, context={"top_k": 3})
     assert [p["id"] for p in out["documents"]] == ["d0", "d1", "d2"]
     assert len(clarifier.calls[1][2]) == 3 and out["messages"][-1].text.endswith("[3] d2")
+
+
+def test_an_async_run_passes_k_by_name_as_a_sync_run_does():
+    class KeywordK:  # `k` keyword-only: the sync node calls `search(query, k=top_k)`
+        def search(self, query, *, k=4):
+            return [{"id": f"d{i}", "text": f"Passage {i}."} for i in range(k)]
+
+    graph = create_clarifying_rag(
+        clarifier=ScriptedClarifier(pre=[None], post=[None]), retriever=KeywordK(),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    turn = graph.ainvoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "k"}}, context={"top_k": 2})
+    out = asyncio.run(turn)
+    assert [p["id"] for p in out["documents"]] == ["d0", "d1"]
 
 
 def test_the_default_retriever_reports_a_missing_store_before_the_clarifier_runs(tmp_path):

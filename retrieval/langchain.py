@@ -15,6 +15,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+import numpy as np
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 
@@ -78,11 +79,14 @@ def to_passage(document: Document) -> Passage:
 
 
 def json_safe(value: Any) -> Any:
-    """`value` as JSON's types: mappings with str keys, sequences and sets as lists, numbers (numpy's
-    too) as int or float, anything else its str (a datetime, a path, an object), which LangGraph's
-    checkpointers would store as their own types or refuse to store at all."""
+    """`value` as JSON's types: mappings with str keys, sequences, sets and numpy arrays as lists,
+    numbers and bools (numpy's too) as int, float or bool, anything else its str (a datetime, a
+    path, an object), which LangGraph's checkpointers would store as their own types or refuse to
+    store at all."""
     if value is None or isinstance(value, str | bool):
         return value
+    if isinstance(value, np.bool_ | np.ndarray):  # numpy's bool is no `bool`, its array no list
+        return json_safe(value.tolist())
     if isinstance(value, numbers.Integral):
         return int(value)
     if _real(value):

@@ -124,6 +124,12 @@ def test_metadata_the_checkpointer_cannot_store_is_kept_as_json(tmp_path):
     saver.conn.close()
 
 
+def test_numpy_bools_and_arrays_keep_their_json_types():
+    metadata = {"ok": np.bool_(True), "vector": np.array([0.5, 1.0], dtype=np.float32), "grid": np.arange(4).reshape(2, 2)}
+    assert to_passage(Document(page_content="a", metadata=metadata))["metadata"] == {
+        "ok": True, "vector": [0.5, 1.0], "grid": [[0, 1], [2, 3]]}
+
+
 @pytest.mark.parametrize(("metadata", "passage"), [
     ({"id": 7, "relevance_score": 0.83}, {"id": "7", "score": 0.83}),  # a reranker's score
     ({"score": 0.5, "relevance_score": 0.9}, {"score": 0.5, "metadata": {"relevance_score": 0.9}}),

@@ -31,6 +31,9 @@ class LangChainRetriever:
     """A LangChain retriever as a `Retriever`: its documents as passages (`to_passage`)."""
 
     def __init__(self, retriever: Runnable[str, list[Document]]) -> None:
+        if not isinstance(retriever, Runnable):  # else an AttributeError on `invoke` at the first turn
+            raise TypeError(f"LangChainRetriever wraps a LangChain retriever or runnable, not {type(retriever).__name__} "
+                            "(an askbetter Retriever goes to create_clarifying_rag as it is)")
         self.retriever = retriever
 
     def search(self, query: str, k: int = 4) -> list[Passage]:

@@ -24,8 +24,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from askbetter.graph.factory import create_clarifying_rag
-from askbetter.graph.testing import ScriptedClarifier
-from askbetter.retrieval.langchain import to_passage
+from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
+from askbetter.retrieval.langchain import LangChainRetriever, to_passage
 from askbetter.settings import Settings
 
 ANSWER = "Open Preferences and choose Sync [1]."
@@ -173,3 +173,10 @@ def test_a_runnable_returning_no_documents_is_a_clear_error(returns, error):
     with pytest.raises(TypeError) as caught:
         run(graph, "How do I turn on sync?")
     assert str(caught.value) == f"the LangChain retriever docs {error}"
+
+
+def test_wrapping_what_is_no_langchain_runnable_is_refused_when_wrapped():
+    with pytest.raises(TypeError) as caught:
+        LangChainRetriever(StaticRetriever([{"text": "Choose Sync."}]))
+    assert str(caught.value) == ("LangChainRetriever wraps a LangChain retriever or runnable, not StaticRetriever "
+                                 "(an askbetter Retriever goes to create_clarifying_rag as it is)")

@@ -15,7 +15,7 @@ from langchain_core.runnables.config import run_in_executor
 
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message
 from askbetter.nodes.chat_model import LocalChatModel
-from askbetter.nodes.decisions import acall_clarifier
+from askbetter.nodes.awaiting import acall
 from askbetter.retrieval.types import Passage, Retriever
 from askbetter.settings import Settings
 
@@ -63,11 +63,11 @@ class LazyClarifier(_Lazy[Clarifier]):
 
     async def acheck(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
         """`LocalClarifier.acheck`: a cancelled async run halts its question's generation."""
-        return await acall_clarifier(await self.aget(), "check", messages, documents)
+        return await acall(await self.aget(), "check", messages, documents)
 
     async def aquestion(self, messages: list[Message], documents: list[Document] | None = None) -> str:
         """`LocalClarifier.aquestion`, as `question`."""
-        return await acall_clarifier(await self.aget(), "question", messages, documents)
+        return await acall(await self.aget(), "question", messages, documents)
 
 
 class LazyRetriever(_Lazy[Retriever]):

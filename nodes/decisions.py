@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables.config import run_in_executor
 
-from askbetter.clarifier.types import Clarifier, Decision, Document, Message
+from askbetter.clarifier.types import Clarifier, Decision, Document
+from askbetter.nodes.awaiting import acall
 from askbetter.nodes.messages import to_dialog
 
 
@@ -44,20 +43,10 @@ async def arun_check(
     (`LocalClarifier` does: a cancelled run halts its question's generation), else its `check` and
     `question` in an executor thread, as LangGraph runs a sync node."""
     dialog = to_dialog(messages)
-    decision = _reread(await acall_clarifier(clarifier, "check", dialog, documents), threshold)
+    decision = _reread(await acall(clarifier, "check", dialog, documents), threshold)
     if _wants_question(clarifier, decision):
-        decision["question"] = await acall_clarifier(clarifier, "question", dialog, documents)
+        decision["question"] = await acall(clarifier, "question", dialog, documents)
     return decision
-
-
-async def acall_clarifier(clarifier: Clarifier, method: str, messages: list[Message],
-                          documents: list[Document] | None) -> Any:
-    """`clarifier.a<method>(messages, documents)` when the clarifier has that async method, else
-    `<method>` in an executor thread."""
-    asynchronous = getattr(clarifier, f"a{method}", None)
-    if inspect.iscoroutinefunction(asynchronous):
-        return await asynchronous(messages, documents)
-    return await run_in_executor(None, getattr(clarifier, method), messages, documents)
 
 
 def _reread(checked: Decision, threshold: float | None) -> dict[str, Any]:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from langchain_core.runnables.config import run_in_executor
-
+from askbetter.nodes.awaiting import acall
 from askbetter.retrieval.types import Retriever
 
 
@@ -22,12 +20,7 @@ async def aretrieve(state: Mapping[str, Any], *, retriever: Retriever, top_k: in
     """`retrieve` for async runs: the retriever's `asearch(query, k)` where it has one (a LangChain
     retriever's `ainvoke`: an async-only vector store client works, and a cancelled run cancels
     the search), else its `search` in an executor thread, as LangGraph runs a sync node."""
-    asearch = getattr(retriever, "asearch", None)
-    if inspect.iscoroutinefunction(asearch):
-        found = await asearch(state["query"], k=top_k)
-    else:
-        found = await run_in_executor(None, retriever.search, state["query"], k=top_k)
-    return _documents(found, retriever, top_k)
+    return _documents(await acall(retriever, "search", state["query"], k=top_k), retriever, top_k)
 
 
 def _documents(found: object, retriever: Retriever, top_k: int) -> dict[str, Any]:

@@ -38,8 +38,10 @@ class _Lazy(Generic[T]):
             return self._value
 
     async def aget(self) -> T:
-        """`get` in an executor thread: the first call builds (loads a model, opens a store), which
-        may take seconds."""
+        """`get`, in an executor thread until it is built: the first call builds (loads a model,
+        opens a store), which may take seconds; later ones (every check and turn) return it here."""
+        if self._value is not None:
+            return self._value
         return await run_in_executor(None, self.get)
 
 

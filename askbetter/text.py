@@ -1,16 +1,19 @@
 """Text in and out: checks on text from outside (files, the command line, the models) that is not
 UTF-8, the terminal's view of it (control characters made visible), and the atomic write of a
-text file.
+text file, or of files that go together.
 
-Nothing here imports the rest of the package, so any module may import it.
+Nothing here imports the rest of the package but `askbetter.interrupts` (which imports none of
+it), so any module may import it.
 """
 
 from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+
+from askbetter.interrupts import ctrl_c_held
 
 #: why a string or record that `encodes_as_utf8` refuses is refused
 NOT_UTF8 = "not UTF-8 text (an unpaired surrogate escape such as \\ud800)"
@@ -56,6 +59,27 @@ def write_lines(path: str | Path, lines: Iterable[str]) -> int:
         tmp.unlink(missing_ok=True)
         raise
     return n
+
+
+def write_together(writers: Mapping[Path, Callable[[Path], object]], done: str) -> None:
+    """Write files that go together so that a stop leaves the last ones or the new ones, never a
+    mix: `writers[path](staged)` writes each to a staged file beside it (its name + ".new"); once
+    all are written they are renamed into place in order, a Ctrl-C held until the last has moved
+    in (`askbetter.interrupts.ctrl_c_held`: its KeyboardInterrupt then says `done`). Stopped or
+    failed while writing, the staged files are removed and every path is as it was; only a kill
+    during the renames can leave a mix."""
+    staged: dict[Path, Path] = {}
+    try:
+        for path, write in writers.items():
+            staged[path] = path.with_name(path.name + ".new")
+            write(staged[path])
+    except BaseException:
+        for new in staged.values():
+            new.unlink(missing_ok=True)
+        raise
+    with ctrl_c_held(done):
+        for path, new in staged.items():
+            new.replace(path)
 
 
 #: the control characters (C0, DEL, C1) a terminal may act on, each with its visible form

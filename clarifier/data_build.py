@@ -28,11 +28,10 @@ Every choice is a hash of the seed and an id, so the same raw data and seed give
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
-import signal
-import threading
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -64,6 +63,7 @@ from askbetter.clarifier.source_common import (
     split_of,
     stable_fraction,
 )
+from askbetter.text import write_together
 
 logger = logging.getLogger(__name__)
 
@@ -164,41 +164,15 @@ def build_dataset(
         splits[split].append(ex)
         label = "clarify" if needs_clarification(ex) else "clear"
         report.counts[(split, ex["source"], ex["setting"], ex["kind"], label)] += 1
-    staged = {}  # every split written before any replaces the last build's: never a mix of two
-    try:
-        for split, examples in splits.items():
-            examples.sort(key=lambda ex: stable_fraction(seed, "order", ex["id"]))
-            report.files[split] = out_dir / f"{split}.jsonl"
-            staged[split] = out_dir / f"{split}.jsonl.new"
-            write_examples(staged[split], examples)
-    except BaseException:  # stopped or failed while writing: no half-written split left behind
-        for path in staged.values():
-            path.unlink(missing_ok=True)
-        raise
-    with _ctrl_c_held("the new build in --out is whole: it had begun to replace the last one"):
-        for split, path in staged.items():  # a stop between two would leave a mix of builds
-            path.replace(report.files[split])
+    for split, examples in splits.items():
+        examples.sort(key=lambda ex: stable_fraction(seed, "order", ex["id"]))
+        report.files[split] = out_dir / f"{split}.jsonl"
+    # every split written before any replaces the last build's: never a mix of two
+    write_together({report.files[split]: functools.partial(write_examples, examples=examples)
+                    for split, examples in splits.items()},
+                   "the new build in --out is whole: it had begun to replace the last one")
     report.seconds = time.perf_counter() - start
     return report
-
-
-@contextmanager
-def _ctrl_c_held(done: str) -> Iterator[None]:
-    """Hold a Ctrl-C that comes while the block runs, then raise its KeyboardInterrupt saying
-    `done` (which `askbetter` prints): for steps that must not stop halfway. Only where Ctrl-C
-    raises KeyboardInterrupt (Python's own handler, in the main thread); a kill is not held."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield
-        return
-    held: list[int] = []
-    signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if held:
-        raise KeyboardInterrupt(done)
 
 
 @contextmanager

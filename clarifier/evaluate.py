@@ -30,6 +30,7 @@ JSON-ready report whose keys are `REPORT_KEYS`:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Sequence
@@ -44,7 +45,7 @@ from askbetter.clarifier.examples import Example, check_documents, needs_clarifi
 from askbetter.clarifier.prompt import PromptStyle
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
 from askbetter.settings import BUNDLED_EMBEDDING_MODEL, Settings
-from askbetter.text import write_lines
+from askbetter.text import write_lines, write_together
 
 REPORT_KEYS = (
     "system",
@@ -226,21 +227,26 @@ def run_eval(
 ) -> dict[str, Any]:
     """`askbetter eval FILE.jsonl [--adapter PATH|none] [--base-model ID] [--limit N] [--json OUT]
     [--predictions OUT.jsonl]`: evaluate the local clarifier on the first `limit` examples,
-    write the report (and the per-example predictions) where asked, and return the report."""
+    write the report and the per-example predictions where asked (together:
+    `askbetter.text.write_together`), and return the report."""
     examples = load_examples(path, limit)
     settings = resolve_settings(settings, base_model)
     adapter = adapter or settings.adapter
     clarifier = local_clarifier(settings, adapter=adapter, prompt_style=prompt_style)
     name = system_name(adapter, getattr(clarifier, "prompt_style", prompt_style))
     predictions = predict(examples, clarifier, generate_questions=generate_questions, desc=name)
-    if predictions_out is not None:  # first: a report that fails (a NaN score) keeps the run's output
-        write_predictions(predictions_out, predictions)
     # no figures: a report of them would be misread (and before `summarize`, which may load MiniLM)
     if bad := metrics.count_not_finite([p.score for p in predictions]):
+        if predictions_out is not None:  # the run's output is kept all the same
+            write_predictions(predictions_out, predictions)
         raise ValueError(metrics.not_finite_message(bad, len(predictions)))
     report = summarize(predictions, system=name, threshold=getattr(clarifier, "threshold", None))
-    if json_out is not None:
-        write_json(json_out, report)
+    outputs = [(predictions_out, functools.partial(write_predictions, predictions=predictions)),
+               (json_out, functools.partial(write_json, obj=report))]
+    # together: a stop leaves the last run's pair or this one's, never this run's predictions beside
+    # the last run's report
+    write_together({path: write for path, write in outputs if path is not None},
+                   "this run's output is written whole")
     return report
 
 

@@ -350,6 +350,46 @@ def test_a_report_or_predictions_write_stopped_before_it_ends_leaves_the_last_fi
     assert path.read_text() == "the last run's\n" and [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
+@pytest.mark.parametrize("when", ["while the report is computed", "between the two files' renames"])
+def test_run_eval_stopped_leaves_predictions_and_report_of_one_run(tmp_path, monkeypatch, when):
+    """A Ctrl-C once the predictions were scored left the new predictions beside the last run's
+    report: stopped before the files move in, both are the last run's; between the renames, the
+    Ctrl-C waits until both are the new run's."""
+    import signal
+
+    monkeypatch.setattr(ev, "local_clarifier", lambda settings, **_: ScriptedClarifier())
+    monkeypatch.setattr(ev, "_minilm", WordEmbedder)
+    path = write_jsonl(tmp_path / "ex.jsonl", EXAMPLES)
+    json_out, preds_out = tmp_path / "report.json", tmp_path / "preds.jsonl"
+
+    def run(limit):
+        ev.run_eval(path, adapter="none", base_model=None, limit=limit, json_out=json_out,
+                    settings=Settings(), predictions_out=preds_out)
+
+    run(2)  # the last run
+    if when == "while the report is computed":
+        def stop(*args, **kwargs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(ev, "summarize", stop)
+    else:
+        replace = Path.replace
+
+        def replace_then_ctrl_c(self, target):
+            moved = replace(self, target)
+            if Path(target).name == "preds.jsonl":
+                signal.raise_signal(signal.SIGINT)  # as a Ctrl-C: KeyboardInterrupt before the next
+            return moved
+
+        monkeypatch.setattr(Path, "replace", replace_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        run(4)
+    n = 2 if when == "while the report is computed" else 4
+    assert json.loads(json_out.read_text())["n"] == n and len(ev.read_predictions(preds_out)) == n
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ex.jsonl", "preds.jsonl", "report.json"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_run_eval_keeps_the_predictions_when_a_score_is_not_a_number(tmp_path, monkeypatch):
     # a model in float16 can overflow to NaN: the report cannot be computed, but the run's
     # per-example output is written before that fails, and the error says what is wrong

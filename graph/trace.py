@@ -23,6 +23,7 @@ from langgraph.types import StateSnapshot
 
 from askbetter.graph.context import Context
 from askbetter.graph.routing import ANSWER, ASK_USER, AWAIT_REPLY, POST_CHECK, PRE_CHECK, RETRIEVE, REWRITE, ask_blocker
+from askbetter.interrupts import ctrl_c_held
 from askbetter.nodes.answer import SOURCES_TAG, passage_title
 from askbetter.nodes.ask_user import CLARIFICATION_METADATA
 from askbetter.text import displayable
@@ -98,7 +99,8 @@ async def arun_turn(
     A stopped turn (its task cancelled, or a KeyboardInterrupt out of a node) leaves no trace: the
     thread is put back as it was before the turn (`arestore_thread`: its messages, and a question it
     was paused on), so the next turn reads the dialog as if the stopped one had not been sent; then
-    the stop goes on up."""
+    the stop goes on up. A Ctrl-C meanwhile (under `run_turn` a second one, which `asyncio.run`
+    turns into a KeyboardInterrupt wherever the code is) waits until the thread is back."""
     result = TurnResult()
     before = await graph.aget_state(config)
     view = dict(before.values)  # the state the next step's routing sees
@@ -140,21 +142,27 @@ async def arestore_thread(
     pauses the thread with the same question. A thread the turn began is deleted (a checkpointer
     without `adelete_thread` keeps it as a cancelled run leaves it, with a warning).
 
+    A Ctrl-C that comes meanwhile, in the main thread, waits until the thread is back (the copy
+    alone leaves a paused thread with no question waiting), then goes to the SIGINT handler
+    installed (`askbetter.interrupts.ctrl_c_held`); it is not dropped: a turn cancelled by other
+    means than a Ctrl-C (a client gone) still leaves the Ctrl-C its own stop to make.
+
     (Going on from `before`'s checkpoint itself, its `checkpoint_id` in the next turn's config,
     would not do for a paused thread: a stopped reply's resume value stays stored there as its
     task's, and LangGraph 1.2 hands that, not the next reply, to the interrupt.)"""
     checkpointer = cast(BaseCheckpointSaver, graph.checkpointer)  # aget_state refused a graph without one
     configurable = {k: v for k, v in config.get("configurable", {}).items() if k != "checkpoint_id"}
-    if before.metadata is None:  # no checkpoint: the turn began the thread
-        try:
-            await checkpointer.adelete_thread(configurable["thread_id"])
-        except NotImplementedError:  # BaseCheckpointSaver's: the stop goes on up all the same
-            log.warning("the checkpointer cannot delete a thread (no adelete_thread): thread %r keeps the "
-                        "stopped turn", configurable["thread_id"])
-        return
-    await graph.aupdate_state(before.config, None, as_node="__copy__")
-    if before.interrupts:
-        await graph.ainvoke(None, {**config, "configurable": configurable}, context=context)
+    with ctrl_c_held():
+        if before.metadata is None:  # no checkpoint: the turn began the thread
+            try:
+                await checkpointer.adelete_thread(configurable["thread_id"])
+            except NotImplementedError:  # BaseCheckpointSaver's: the stop goes on up all the same
+                log.warning("the checkpointer cannot delete a thread (no adelete_thread): thread %r keeps "
+                            "the stopped turn", configurable["thread_id"])
+            return
+        await graph.aupdate_state(before.config, None, as_node="__copy__")
+        if before.interrupts:
+            await graph.ainvoke(None, {**config, "configurable": configurable}, context=context)
 
 
 def _blocking(coroutine_function: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:

@@ -12,6 +12,7 @@ import sys
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from askbetter import cli
@@ -387,6 +388,33 @@ def test_a_stopped_chat_turn_leaves_the_thread_as_before_it_and_the_chat_goes_on
         monkeypatch, capsys, how, mode, at):
     """The stopped line (a new turn, or the reply to a pending question) is in no later model input
     nor in the thread; the question the thread waited on still waits, and the next line answers it."""
+    assert_a_chat_goes_on_as_without_the_stopped_line(monkeypatch, capsys, how, mode, at)
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_second_ctrl_c_while_a_stopped_turn_is_undone_waits_for_the_undo(monkeypatch, capsys, when):
+    """A second Ctrl-C (asyncio.run's handler raises KeyboardInterrupt at once) landed inside the
+    undo of a stopped reply: before the checkpoint's copy it left the reply in the thread, after it
+    the question no longer waited (the next line went as a new turn). The undo now ends first."""
+    update_state = Pregel.aupdate_state
+
+    async def ctrl_c_at_the_copy(self, *args, **kwargs):
+        if when == "before":
+            os.kill(os.getpid(), signal.SIGINT)
+        updated = await update_state(self, *args, **kwargs)
+        if when == "after":
+            os.kill(os.getpid(), signal.SIGINT)
+        return updated
+
+    monkeypatch.setattr(Pregel, "aupdate_state", ctrl_c_at_the_copy)
+    assert_a_chat_goes_on_as_without_the_stopped_line(monkeypatch, capsys, "sigint", "interrupt", 1)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def assert_a_chat_goes_on_as_without_the_stopped_line(monkeypatch, capsys, how, mode, at):
+    """A chat whose line `at` is `STOP_LINE`, its turn stopped as `how` says (`chat_over`): the
+    thread is as before that turn (state, next node, the question waiting), and the chat goes on as
+    one without the line (the same model inputs and messages)."""
     lines = ["How do I turn on sync?", "Nimbus Desktop", "And on my phone?"]
     clarifier, states = chat_over(monkeypatch, mode, how, [*lines[:at], STOP_LINE, *lines[at:]])
     assert capsys.readouterr().out.count("(stopped)\n") == 1

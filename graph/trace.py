@@ -99,11 +99,15 @@ async def arun_turn(
     A stopped turn (its task cancelled, or a KeyboardInterrupt out of a node) leaves no trace: the
     thread is put back as it was before the turn (`arestore_thread`: its messages, and a question it
     was paused on), so the next turn reads the dialog as if the stopped one had not been sent; then
-    the stop goes on up. A Ctrl-C meanwhile (under `run_turn` a second one, which `asyncio.run`
+    the stop goes on up. A turn run from an earlier checkpoint (`checkpoint_id` in `config`: a fork
+    of the thread's history) is undone alike: the thread goes back to its head before the turn, not
+    to that checkpoint. A Ctrl-C meanwhile (under `run_turn` a second one, which `asyncio.run`
     turns into a KeyboardInterrupt wherever the code is) waits until the thread is back."""
     result = TurnResult()
-    before = await graph.aget_state(config)
-    view = dict(before.values)  # the state the next step's routing sees
+    start = await graph.aget_state(config)  # the thread's head, or the checkpoint the turn forks from
+    forked = config.get("configurable", {}).get("checkpoint_id") is not None
+    before = await graph.aget_state(_thread_head(config)) if forked else start  # what a stop puts back
+    view = dict(start.values)  # the state the next step's routing sees
     try:
         # (mode, chunk) pairs, as a list of stream modes gives; LangGraph's annotation says each is a dict
         parts: AsyncIterator[Any] = graph.astream(payload, config, context=context, stream_mode=["updates", "messages"])
@@ -134,7 +138,7 @@ async def arun_turn(
 async def arestore_thread(
     graph: Pregel[Any, Context, Any, Any], config: RunnableConfig, before: StateSnapshot, context: Context
 ) -> None:
-    """Put the thread of `config` back as `before` (its state when a turn began) shows it, by
+    """Put the thread of `config` back as `before` (its head when a turn began) shows it, by
     LangGraph's time travel: `before`'s checkpoint is copied to the head of the thread, where the
     next turn goes on from (the turn's own checkpoints stay in the history, a branch left behind).
     The copy holds no pending writes, so a question the thread was paused on is put again by
@@ -151,18 +155,24 @@ async def arestore_thread(
     would not do for a paused thread: a stopped reply's resume value stays stored there as its
     task's, and LangGraph 1.2 hands that, not the next reply, to the interrupt.)"""
     checkpointer = cast(BaseCheckpointSaver, graph.checkpointer)  # aget_state refused a graph without one
-    configurable = {k: v for k, v in config.get("configurable", {}).items() if k != "checkpoint_id"}
+    head = _thread_head(config)
     with ctrl_c_held():
         if before.metadata is None:  # no checkpoint: the turn began the thread
             try:
-                await checkpointer.adelete_thread(configurable["thread_id"])
+                await checkpointer.adelete_thread(head["configurable"]["thread_id"])
             except NotImplementedError:  # BaseCheckpointSaver's: the stop goes on up all the same
                 log.warning("the checkpointer cannot delete a thread (no adelete_thread): thread %r keeps "
-                            "the stopped turn", configurable["thread_id"])
+                            "the stopped turn", head["configurable"]["thread_id"])
             return
         await graph.aupdate_state(before.config, None, as_node="__copy__")
         if before.interrupts:
-            await graph.ainvoke(None, {**config, "configurable": configurable}, context=context)
+            await graph.ainvoke(None, head, context=context)
+
+
+def _thread_head(config: RunnableConfig) -> RunnableConfig:
+    """`config` without a `checkpoint_id`: it addresses the thread's latest checkpoint, its head."""
+    configurable = {k: v for k, v in config.get("configurable", {}).items() if k != "checkpoint_id"}
+    return {**config, "configurable": configurable}
 
 
 def _blocking(coroutine_function: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:

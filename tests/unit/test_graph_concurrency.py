@@ -357,10 +357,17 @@ def test_a_turn_cancelled_while_a_check_asks_halts_the_questions_generation(how:
 
 
 class Hanging(ScriptedClarifier):
-    """A clarifier whose async check never ends (a model that hangs): the turn waits there."""
+    """A clarifier whose async check of the turn `line` never ends (a model that hangs): the turn
+    waits there. Other turns it judges as `ScriptedClarifier` does."""
+
+    def __init__(self, line: str, **queues: Any) -> None:
+        super().__init__(**queues)
+        self.line = line
 
     async def acheck(self, messages: list[Any], documents: list[Any] | None = None) -> Any:
-        await asyncio.Event().wait()
+        if messages[-1]["content"] == self.line:
+            await asyncio.Event().wait()
+        return self.check(messages, documents)
 
 
 class CannotDeleteAThread(InMemorySaver):
@@ -370,25 +377,55 @@ class CannotDeleteAThread(InMemorySaver):
         raise NotImplementedError
 
 
+async def stop_at_the_check(graph, payload: Any, config: dict[str, Any], context: Any) -> None:
+    """Run `arun_turn` until the thread of `config` waits on the check, then cancel it."""
+    head = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+    task = asyncio.create_task(arun_turn(graph, payload, config, context))
+    while (await graph.aget_state(head)).next != ("pre_check",):
+        await asyncio.sleep(0.001)
+    task.cancel()
+    await task
+
+
 def test_a_first_turn_stopped_on_a_checkpointer_that_cannot_delete_a_thread_still_ends_in_its_stop():
     """`arun_turn` undoes a stopped first turn by deleting its thread; where the checkpointer cannot,
     the turn is left as a cancelled `astream` leaves it, and the stop (CancelledError) goes on up,
     not the checkpointer's NotImplementedError."""
     graph = create_clarifying_rag(
-        clarifier=Hanging(), retriever=StaticRetriever(PASSAGES), answer_model=GenericFakeChatModel(messages=iter([])),
+        clarifier=Hanging(TURNS[0]), retriever=StaticRetriever(PASSAGES), answer_model=GenericFakeChatModel(messages=iter([])),
         rewriter=lambda messages: messages[-1].text, settings=Settings(),
     ).compile(checkpointer=CannotDeleteAThread())
 
-    async def stop_at_the_check() -> None:
-        task = asyncio.create_task(arun_turn(graph, user(TURNS[0]), thread("kept"), default_context(Settings())))
-        while (await graph.aget_state(thread("kept"))).next != ("pre_check",):
-            await asyncio.sleep(0.001)
-        task.cancel()
-        await task
-
     with pytest.raises(asyncio.CancelledError):
-        asyncio.run(asyncio.wait_for(stop_at_the_check(), TIMEOUT))
+        asyncio.run(asyncio.wait_for(stop_at_the_check(graph, user(TURNS[0]), thread("kept"),
+                                                       default_context(Settings())), TIMEOUT))
     assert texts(graph.get_state(thread("kept")).values) == [TURNS[0]]
+
+
+def test_a_stopped_turn_run_from_an_earlier_checkpoint_leaves_the_thread_as_before_it():
+    """A turn run from the thread's history (its config's `checkpoint_id`: a fork) and stopped: the
+    thread is put back to its head before the turn, the question it waited on still waiting, not
+    to the checkpoint the fork began from (which had no question waiting: the next line was read
+    as a new turn)."""
+    graph = create_clarifying_rag(
+        clarifier=Hanging(TURNS[4], pre=[None, "Which product?"], post=[None]), retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter(["Open Preferences [1]."])),
+        rewriter=lambda messages: messages[-1].text, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    context = {**default_context(Settings()), "ask_mode": "interrupt"}
+
+    async def fork_then_stop() -> tuple[Any, Any]:
+        await arun_turn(graph, user(TURNS[0]), thread("fork"), context)  # answered
+        answered = await graph.aget_state(thread("fork"))
+        await arun_turn(graph, user(TURNS[2]), thread("fork"), context)  # asks: the thread waits
+        head = await graph.aget_state(thread("fork"))
+        with pytest.raises(asyncio.CancelledError):
+            await stop_at_the_check(graph, user(TURNS[4]), answered.config, context)
+        return head, await graph.aget_state(thread("fork"))
+
+    head, after = asyncio.run(asyncio.wait_for(fork_then_stop(), TIMEOUT))
+    assert after.values == head.values and after.next == head.next == ("await_reply",)
+    assert [i.value for i in after.interrupts] == [i.value for i in head.interrupts] != []
 
 
 def test_a_process_whose_turn_was_cancelled_mid_generation_exits_cleanly(tmp_path: Path):

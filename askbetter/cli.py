@@ -21,12 +21,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from askbetter.graph.context import Context, default_context
 from askbetter.settings import MAX_TOP_K, Settings
 from askbetter.text import displayable, encodes_as_utf8, is_blank
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
+
+    from askbetter.graph.context import Context
 
 PROMPT = "you> "
 
@@ -145,10 +146,11 @@ def add_ask(subparsers: Any) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from askbetter.graph.trace import TurnPrinter, run_turn
-
     question = require_text(args.question)
     settings = settings_from(args)
+    from askbetter.graph.context import default_context  # once the arguments passed: LangGraph takes a second
+    from askbetter.graph.trace import TurnPrinter, run_turn
+
     graph = build_graph(settings)
     printer = TurnPrinter()
     config: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
@@ -167,12 +169,13 @@ def add_chat(subparsers: Any) -> None:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from langgraph.types import Command
+    settings = settings_from(args)
+    from langgraph.types import Command  # once the arguments passed, as in cmd_ask
 
+    from askbetter.graph.context import default_context
     from askbetter.graph.trace import TurnPrinter, run_turn
     from askbetter.retrieval.errors import RetrievalError
 
-    settings = settings_from(args)
     context = default_context(settings)
     graph = build_graph(settings)
     printer = TurnPrinter()
@@ -282,26 +285,26 @@ def print_error(exc: BaseException) -> None:
     print(f"askbetter: error: {displayable(str(exc))}", file=sys.stderr)
 
 
+# the modules whose errors carry a message meant for the user, and those errors' names
+_USER_ERRORS_OF: dict[str, tuple[str, ...]] = {
+    "askbetter.retrieval.errors": ("RetrievalError",),
+    "askbetter.clarifier.examples": ("ExampleFormatError",),
+    "askbetter.clarifier.source_common": ("RawDataError",),
+    "askbetter.clarifier.data_build": ("UnknownGroup",),
+    "askbetter.clarifier.assets": ("ModelPackageMissing", "ModelNotFound"),
+    "askbetter.clarifier.train": ("CheckpointMismatch", "UnknownTargetModules"),
+}
+
+
 def _user_errors() -> tuple[type[BaseException], ...]:
-    """Errors with a message meant for the user (imported late: they live in heavy modules). Those
-    of the model modules (which import torch) only once the command has imported them: until then
-    it raised none of them."""
-    from askbetter.clarifier.data_build import UnknownGroup
-    from askbetter.clarifier.examples import ExampleFormatError
-    from askbetter.clarifier.source_common import RawDataError
-    from askbetter.retrieval.errors import RetrievalError
-
+    """Errors with a message meant for the user. Those of `_USER_ERRORS_OF` only once the command
+    has imported their module, as only then can it have raised one: importing them costs (torch,
+    LangChain, numpy), and a user error found in the arguments is reported before any is needed."""
     errors: list[type[BaseException]] = [
-        UsageError, RetrievalError, ExampleFormatError, RawDataError, UnknownGroup, FileNotFoundError,
-        FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError]
-    if "askbetter.clarifier.assets" in sys.modules:
-        from askbetter.clarifier.assets import ModelNotFound, ModelPackageMissing
-
-        errors += [ModelPackageMissing, ModelNotFound]
-    if "askbetter.clarifier.train" in sys.modules:
-        from askbetter.clarifier.train import CheckpointMismatch, UnknownTargetModules
-
-        errors += [CheckpointMismatch, UnknownTargetModules]
+        UsageError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError]
+    for module, names in _USER_ERRORS_OF.items():
+        if module in sys.modules:
+            errors += [getattr(sys.modules[module], name) for name in names]
     return tuple(errors)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from askbetter.clarifier.examples import check_examples_file
 from askbetter.clarifier.prompt import PROMPT_STYLES
 from askbetter.cli import UsageError, settings_from
 from askbetter.settings import nearest_existing
@@ -70,7 +71,7 @@ def add_train(subparsers: Any) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from askbetter.clarifier.train import TrainConfig, resume_hint, train
+    from askbetter.clarifier.train_config import TrainConfig
 
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     values = {k: v for k, v in vars(args).items() if k in names}
@@ -79,8 +80,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as exc:  # an option value out of range
         raise UsageError(str(exc)) from exc
     check_output_folders(out_dir=cfg.out_dir)
+    cfg.data_files()
+    settings = settings_from(args)
+    from askbetter.clarifier.train import resume_hint, train  # once the arguments passed: it imports torch
+
     try:
-        train(cfg, settings_from(args))  # which logs where it wrote the adapter, and its threshold
+        train(cfg, settings)  # which logs where it wrote the adapter, and its threshold
     except KeyboardInterrupt:  # `main` says what was kept: here, the checkpoint's step
         raise KeyboardInterrupt(resume_hint(cfg.out_dir)) from None
     return 0
@@ -144,12 +149,14 @@ def _check_outputs(paths: Mapping[str, Path | None], folders: bool) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from askbetter.clarifier.calibrate import run_calibrate
+    check_examples_file(args.file)
+    check_output_files(args.file, predictions=args.predictions)
+    settings = settings_from(args)
+    from askbetter.clarifier.calibrate import run_calibrate  # once the arguments passed: it imports torch
     from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
-    check_output_files(args.file, predictions=args.predictions)
     try:
-        record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings_from(args),
+        record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings,
                                predictions_out=args.predictions)
     except ValueError as exc:  # an empty file, a bad --limit, --adapter none
         raise UsageError(str(exc)) from exc
@@ -183,6 +190,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.prompt_style is not None and args.baselines:
         raise UsageError("--prompt-style is not used with --baselines: the base model runs zero-shot and "
                          "few-shot, the adapter in the style it was trained on")
+    check_examples_file(args.file)
     check_output_files(args.file, json=args.json_out, predictions=args.predictions, markdown=args.markdown)
     settings = settings_from(args)
     try:

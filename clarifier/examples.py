@@ -119,12 +119,18 @@ def read_examples(path: str | Path) -> list[Example]:
     return list(iter_examples(path))
 
 
-def iter_examples(path: str | Path) -> Iterator[Example]:
-    path = Path(path)
+def check_examples_file(path: Path) -> None:
+    """ExampleFormatError for a folder, FileNotFoundError for nothing at `path`: what the command
+    line checks before it imports the model libraries, and `iter_examples` before it reads."""
     if path.is_dir():
         raise ExampleFormatError(f"{path} is a folder: name a JSONL file of examples, e.g. data/dev.jsonl")
     if not path.is_file():
         raise FileNotFoundError(f"no such examples file: {path}")
+
+
+def iter_examples(path: str | Path) -> Iterator[Example]:
+    path = Path(path)
+    check_examples_file(path)
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             try:

@@ -427,10 +427,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    train_file, dev_file = cfg.data_dir / "train.jsonl", cfg.data_dir / "dev.jsonl"
-    for f in (train_file, dev_file):
-        if not f.is_file():
-            raise FileNotFoundError(f"{f} not found: run `askbetter data build RAW_DIR --out {cfg.data_dir}` first")
+    train_file, dev_file = cfg.data_files()
     # the data is read before the model loads: a run that could not train, or not pick its
     # threshold, stops now rather than after its steps
     in_file = read_examples(train_file)

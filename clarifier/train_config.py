@@ -124,6 +124,16 @@ class TrainConfig:
         if self.prompt_style not in TUNED_STYLES:
             raise ValueError(f"prompt_style must be one of {TUNED_STYLES}, not {self.prompt_style!r}")
 
+    def data_files(self) -> tuple[Path, Path]:
+        """The train and dev files in `data_dir`, or FileNotFoundError saying how to build them
+        when one is missing."""
+        files = self.data_dir / "train.jsonl", self.data_dir / "dev.jsonl"
+        for f in files:
+            if not f.is_file():
+                raise FileNotFoundError(
+                    f"{f} not found: run `askbetter data build RAW_DIR --out {self.data_dir}` first")
+        return files
+
     def to_json(self) -> dict:
         d = asdict(self)
         d["data_dir"], d["out_dir"] = str(self.data_dir), str(self.out_dir)

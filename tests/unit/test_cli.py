@@ -67,6 +67,23 @@ def test_the_parser_and_a_usage_error_import_no_model_or_store_library(call):
     assert done.stdout == "[]\n", done.stderr
 
 
+@pytest.mark.parametrize("argv", [
+    ["ask", " "], ["ask", "Where can I park?", "--top-k", "0"], ["chat", "--threshold", "2"],
+    ["eval", "missing.jsonl"], ["calibrate", "missing.jsonl", "--adapter", "bundled"],
+    ["train", "--lr", "0"], ["train", "--data-dir", "missing"],
+])
+def test_an_error_in_the_arguments_is_reported_before_langchain_imports(argv, tmp_path):
+    """A mistake the arguments show (a blank question, a bad option value, a missing examples or
+    data file) is reported at once: neither the parser nor the check imports LangGraph, LangChain,
+    pydantic or numpy (a second together)."""
+    heavy = {"langgraph", "langchain_core", "pydantic", "numpy", "torch"}
+    code = (f"import sys\nfrom askbetter.cli import main\ncode = main({argv!r})\n"
+            f"print(code, sorted({heavy} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert done.stdout == "1 []\n", done.stderr
+    assert done.stderr.startswith("askbetter: error: ") and done.stderr.count("\n") == 1, done.stderr
+
+
 def test_ask_prints_the_decision_path_and_the_question(monkeypatch, capsys):
     use_fake_graph(monkeypatch, ScriptedClarifier(pre=["Which product: Cloud or Desktop?"]))
     assert cli.main(["ask", "How do I turn on sync?"]) == 0

@@ -18,6 +18,7 @@ thread of its own. Nothing here imports the rest of the package or torch.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import queue
@@ -47,6 +48,13 @@ def submit(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> Future[R
         _ensure_started()
         _jobs.put((future, fn, args, kwargs))
     return future
+
+
+async def arun(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """`fn(*args, **kwargs)` run on the models' thread (`submit`), awaited. A cancelled caller
+    stops waiting at once: a job still queued is dropped, one already running runs on (a
+    generation halts at its next token when its caller sets the event of its `Halt`)."""
+    return await asyncio.wrap_future(submit(fn, *args, **kwargs))
 
 
 @contextmanager

@@ -7,7 +7,6 @@ question is generated only when it asks. Both run on the models' thread (`askbet
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from pathlib import Path
@@ -154,7 +153,7 @@ class LocalClarifier:
         """`question` awaited: a cancelled caller halts the generation at its next token."""
         halt = threading.Event()
         try:
-            return await asyncio.wrap_future(torch_thread.submit(self.question, messages, documents, halt))
+            return await torch_thread.arun(self.question, messages, documents, halt)
         finally:
             halt.set()
 
@@ -165,7 +164,7 @@ class LocalClarifier:
     async def acheck(self, messages: list[Message], documents: list[Document] | None = None) -> Decision:
         """`check` awaited: a cancelled caller lets the score's forward pass finish and halts the
         question's generation at its next token (`aquestion`)."""
-        score = await asyncio.wrap_future(torch_thread.submit(self.score, messages, documents))
+        score = await torch_thread.arun(self.score, messages, documents)
         question = await self.aquestion(messages, documents) if self._asks(score) else None
         return self._decision(score, question, documents)
 

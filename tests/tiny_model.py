@@ -79,5 +79,5 @@ async def steps_after_a_cancel(run: Callable[[], Awaitable[Any]], steps: list[in
     at_cancel = len(steps)
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.wrap_future(torch_thread.submit(lambda: None))  # queued after the generation
+    await torch_thread.arun(lambda: None)  # queued after the generation
     return len(steps) - at_cancel

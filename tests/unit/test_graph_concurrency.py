@@ -267,7 +267,7 @@ def test_a_turn_cancelled_mid_generation_halts_it_and_the_models_thread_serves_t
         at_cancel = len(steps)
         with pytest.raises(asyncio.CancelledError):
             await task
-        await asyncio.wrap_future(torch_thread.submit(lambda: None))  # queued after the generation
+        await torch_thread.arun(lambda: None)  # queued after the generation
         return tokens, len(steps) - at_cancel, await graph.ainvoke(user(TURNS[1]), thread("next"))
 
     tokens, steps_after_cancel, after = asyncio.run(asyncio.wait_for(cancel_then_next(), TIMEOUT))

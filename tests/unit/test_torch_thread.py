@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,25 @@ def test_a_job_that_waits_for_another_job_does_not_wait_for_ever() -> None:
         return torch_thread.submit(lambda: 41).result() + 1  # queued behind itself, it would hang
 
     assert torch_thread.submit(outer).result(timeout=10) == 42
+
+
+def test_arun_awaits_the_job_on_the_models_thread_and_a_cancelled_one_drops_it_while_queued() -> None:
+    assert asyncio.run(torch_thread.arun(threading.current_thread)).name == "askbetter-torch"
+    release, ran = threading.Event(), []
+    busy = torch_thread.submit(release.wait, 10)  # holds the thread: the next job stays queued
+
+    async def cancel_a_queued_job() -> None:
+        job = asyncio.create_task(torch_thread.arun(ran.append, 1))
+        await asyncio.sleep(0.05)
+        job.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+
+    asyncio.run(cancel_a_queued_job())
+    release.set()
+    busy.result()
+    torch_thread.submit(lambda: None).result()  # queued after the cancelled job
+    assert ran == []
 
 
 def test_the_clarifier_and_the_chat_model_compute_on_the_models_thread_whichever_thread_calls() -> None:

@@ -40,7 +40,7 @@ from askbetter.torch_thread import on_torch_thread
 
 if TYPE_CHECKING:
     from peft import PeftModel
-    from transformers import GenerationMixin, PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import GenerationMixin, PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteriaList
 
     class CausalLM(PreTrainedModel, GenerationMixin):
         """What `AutoModelForCausalLM` loads: a model that can `generate` (transformers' own type
@@ -282,6 +282,14 @@ class Halt:
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: object) -> torch.Tensor:
         return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
+
+
+def halt_on(event: threading.Event | None) -> StoppingCriteriaList:
+    """`generate`'s stopping criteria for a caller that may halt it: a `Halt` on `event`, none
+    without one."""
+    from transformers import StoppingCriteriaList
+
+    return StoppingCriteriaList([Halt(event)] if event is not None else [])
 
 
 @contextmanager

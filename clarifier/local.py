@@ -16,8 +16,8 @@ import torch
 from askbetter import torch_thread
 from askbetter.clarifier.assets import (
     CLARIFIER_CONFIG,
-    Halt,
     LoadedModel,
+    halt_on,
     load_model,
     pad_token_id,
     read_clarifier_config,
@@ -129,8 +129,6 @@ class LocalClarifier:
         """Generate one clarification question (CLEAR is suppressed at the first position); one
         cut off at `max_question_tokens` ends at its last whole sentence (`clean_question`).
         Setting `halt` (from any thread) ends the generation at its next token."""
-        from transformers import StoppingCriteriaList
-
         tok = self.loaded.tokenizer
         ids = self._ids(messages, documents)
         with self.loaded.lock:
@@ -141,7 +139,7 @@ class LocalClarifier:
                 do_sample=False,
                 begin_suppress_tokens=[self._clear_id],
                 pad_token_id=pad_token_id(tok),
-                stopping_criteria=StoppingCriteriaList([Halt(halt if halt is not None else threading.Event())]),
+                stopping_criteria=halt_on(halt),
             )
         new = out[0, ids.shape[1]:]
         # stopped by the cap, not by an end-of-sequence token

@@ -135,9 +135,9 @@ class LocalChatModel(BaseChatModel):
         Generation halts as soon as a stop string shows up, `halt` is set (from any thread) or the
         caller closes or drops the stream."""
         import torch
-        from transformers import StoppingCriteriaList, TextIteratorStreamer
+        from transformers import TextIteratorStreamer
 
-        from askbetter.clarifier.assets import Halt, pad_token_id
+        from askbetter.clarifier.assets import halt_on, pad_token_id
 
         loaded = self._loaded()
         tokenizer, model = loaded.tokenizer, loaded.model
@@ -156,7 +156,7 @@ class LocalChatModel(BaseChatModel):
                         do_sample=False,
                         streamer=streamer,
                         pad_token_id=pad_id,
-                        stopping_criteria=StoppingCriteriaList([Halt(halt)]),
+                        stopping_criteria=halt_on(halt),
                     )
             except BaseException:  # raised again in the caller's thread by `result()` below
                 streamer.end()

@@ -14,6 +14,7 @@ warning); the other systems are reported as usual.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -34,7 +35,7 @@ from askbetter.clarifier.metrics import Encoder, not_finite_message
 from askbetter.clarifier.prompt import PromptStyle
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
 from askbetter.settings import Settings
-from askbetter.text import write_lines
+from askbetter.text import write_lines, write_together
 
 log = logging.getLogger(__name__)
 
@@ -165,11 +166,18 @@ def run_baselines(
         system_name(adapter, None): local(adapter, None),  # the style it was trained on
     }
     reports = compare(examples, systems, generate_questions=generate_questions)
-    if json_out is not None:
-        write_json(json_out, reports)
-    if markdown_out is not None:
-        write_lines(markdown_out, [format_table(reports) + "\n"])
+    outputs = [(json_out, functools.partial(write_json, obj=reports)),
+               (markdown_out, functools.partial(write_table, reports=reports))]
+    # together: a stop leaves the last run's pair or this one's, never this run's report beside the
+    # last run's table
+    write_together({path: write for path, write in outputs if path is not None},
+                   "this run's output is written whole")
     return reports
+
+
+def write_table(path: Path, reports: list[Report]) -> None:
+    """`format_table` as a Markdown file, atomically (`askbetter.text.write_lines`)."""
+    write_lines(path, [format_table(reports) + "\n"])
 
 
 def _row(cells: list[str]) -> str:

@@ -157,6 +157,49 @@ def test_run_baselines_builds_the_five_systems(tmp_path, monkeypatch):
     assert md_out.read_text() == bl.format_table(reports) + "\n"
 
 
+@pytest.mark.parametrize("when", ["while the table is written", "between the two files' renames"])
+def test_run_baselines_stopped_leaves_report_and_table_of_one_run(tmp_path, monkeypatch, when):
+    """A Ctrl-C once the JSON report was written left it beside the last run's table: stopped
+    before the files move in, both are the last run's; between the renames, the Ctrl-C waits
+    until both are the new run's."""
+    import signal
+    from pathlib import Path
+
+    monkeypatch.setattr(bl, "local_clarifier", lambda settings, **_: bl.NeverClarify())
+    monkeypatch.setattr(ev, "_minilm", OnesEmbedder)
+    path = tmp_path / "ex.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in EXAMPLES), encoding="utf-8")
+    json_out, md_out = tmp_path / "baselines.json", tmp_path / "table.md"
+
+    def run(limit):
+        bl.run_baselines(path, limit=limit, json_out=json_out, markdown_out=md_out, settings=Settings())
+
+    run(2)  # the last run
+    table = bl.format_table
+    if when == "while the table is written":
+        def stop(reports):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(bl, "format_table", stop)
+    else:
+        replace = Path.replace
+
+        def replace_then_ctrl_c(self, target):
+            moved = replace(self, target)
+            if Path(target).name == "baselines.json":
+                signal.raise_signal(signal.SIGINT)  # as a Ctrl-C: KeyboardInterrupt before the next
+            return moved
+
+        monkeypatch.setattr(Path, "replace", replace_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        run(4)
+    n = 2 if when == "while the table is written" else 4
+    reports = json.loads(json_out.read_text())
+    assert {r["n"] for r in reports} == {n} and md_out.read_text() == table(reports) + "\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["baselines.json", "ex.jsonl", "table.md"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_run_baselines_rejects_an_empty_file(tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_text("", encoding="utf-8")

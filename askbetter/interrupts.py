@@ -1,7 +1,7 @@
 """Ctrl-C held off while a step that must not stop halfway runs: files that move in together
 (`askbetter.text.write_together`: `data build`'s three splits, `eval`'s predictions and report,
-or its report and table with `--baselines`) and the undo of a stopped turn
-(`askbetter.graph.trace.arestore_thread`).
+or its report and table with `--baselines`, `calibrate`'s threshold and predictions) and the undo
+of a stopped turn (`askbetter.graph.trace.arestore_thread`).
 
 Nothing here imports the rest of the package, so any module may import it.
 """

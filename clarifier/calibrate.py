@@ -8,23 +8,26 @@ recorded under `calibration` in the adapter's `askbetter_clarifier.json`, with t
 replaces (`previous_threshold`). Examples of one label only are refused (no threshold lies between
 them) and fewer than `FEW_EXAMPLES` bring a warning. With `--predictions`,
 the per-example scores and the decisions at the new threshold are written as `askbetter eval
---predictions` writes them, so that dev needs scoring once per adapter.
+--predictions` writes them, so that dev needs scoring once per adapter; they move in with the
+threshold (`askbetter.text.write_together`): a stop leaves the last run's pair or this one's.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from askbetter.clarifier.examples import Example, check_both_labels, check_documents, needs_clarification
-from askbetter.clarifier.local import adapter_config, write_adapter_config
+from askbetter.clarifier.local import CLARIFIER_CONFIG, adapter_config, write_clarifier_config
 from askbetter.clarifier.metrics import classification, pick_threshold
 from askbetter.settings import Settings
+from askbetter.text import write_together
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +60,12 @@ def threshold_for(labels: Sequence[bool], scores: Sequence[float]) -> dict[str, 
             "auc": figures["auc"]}
 
 
-def store_threshold(adapter: Path, record: dict[str, Any]) -> dict[str, Any]:
+def store_threshold(adapter: Path, record: dict[str, Any],
+                    together: Mapping[Path, Callable[[Path], object]] | None = None) -> dict[str, Any]:
     """Write `record["threshold"]` into the adapter's clarifier config, keeping its other fields,
     and `record` under `calibration` with the threshold it replaces (`previous_threshold`, None
-    when there was none); returns the record as stored.
+    when there was none); returns the record as stored. `together`: other files' writers, as
+    `askbetter.text.write_together` takes them, whose files move in with the config.
 
     After `askbetter train` it is None by design: the run writes the adapter's config anew, and
     the threshold of an adapter it continued (`--init-adapter`) was picked on that adapter's
@@ -68,7 +73,9 @@ def store_threshold(adapter: Path, record: dict[str, Any]) -> dict[str, Any]:
     training record is kept under `training.continued_from`)."""
     config = adapter_config(adapter)
     stored = {**record, "previous_threshold": config.get("threshold")}
-    write_adapter_config(adapter, {**config, "threshold": record["threshold"], "calibration": stored})
+    write_config = partial(write_clarifier_config,
+                           config={**config, "threshold": record["threshold"], "calibration": stored})
+    write_together({**(together or {}), adapter / CLARIFIER_CONFIG: write_config}, "the new threshold is stored")
     return stored
 
 
@@ -76,7 +83,7 @@ def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
                   settings: Settings | None = None, predictions_out: Path | None = None) -> dict[str, Any]:
     """`askbetter calibrate FILE.jsonl --adapter PATH [--limit N] [--predictions OUT.jsonl]`:
     score the examples with the adapter, store the accuracy-maximising threshold with it (and
-    write the predictions at that threshold), and return the record."""
+    write the predictions at that threshold, together: `store_threshold`), and return the record."""
     from askbetter.clarifier.assets import resolve_adapter
     from askbetter.clarifier.evaluate import (
         load_examples,
@@ -99,7 +106,9 @@ def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
     predictions = predict(examples, clarifier, generate_questions=False, desc="calibrate")
     picked = threshold_for([p.label for p in predictions], [p.score for p in predictions])
     record = {"file": str(path), **picked, "device": settings.device, "dtype": settings.dtype}
-    if predictions_out is not None:  # first: a failed write leaves the adapter as it was
-        write_predictions(predictions_out, [replace(p, decision=p.score >= record["threshold"])
-                                            for p in predictions])
-    return store_threshold(folder, record)
+    decided = [replace(p, decision=p.score >= record["threshold"]) for p in predictions]
+    # together: a stop leaves the last run's threshold and predictions or this one's, never this
+    # run's predictions beside the last run's threshold
+    together = {} if predictions_out is None else {
+        predictions_out: partial(write_predictions, predictions=decided)}
+    return store_threshold(folder, record, together)

@@ -32,6 +32,7 @@ from askbetter.clarifier.prompt import (
 )
 from askbetter.clarifier.types import Decision, Document, Message, stage_of
 from askbetter.settings import Settings
+from askbetter.text import write_lines
 
 DEFAULT_THRESHOLD = 0.5
 FALLBACK_QUESTION = "Could you say a little more about what you mean?"
@@ -44,9 +45,10 @@ def adapter_config(adapter: Path | None) -> dict:
     return read_clarifier_config(adapter / CLARIFIER_CONFIG)
 
 
-def write_adapter_config(adapter: Path, config: dict) -> None:
-    """Store the clarifier settings with an adapter (read back by `adapter_config`)."""
-    (adapter / CLARIFIER_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+def write_clarifier_config(path: Path, config: dict) -> None:
+    """Write an adapter's clarifier settings (its `CLARIFIER_CONFIG`, read back by
+    `adapter_config`) to `path`, atomically (`askbetter.text.write_lines`)."""
+    write_lines(path, [json.dumps(config, indent=2) + "\n"])
 
 
 def end_of_sequence_ids(loaded: LoadedModel) -> set[int]:

@@ -310,12 +310,12 @@ askbetter) describes the model, its data and its figures.
 
 def _save_adapter(model: PeftModel, folder: Path, meta: dict) -> None:
     """Write the adapter into `folder` with its clarifier config `meta` and its `model_card`."""
-    from askbetter.clarifier.local import write_adapter_config
+    from askbetter.clarifier.local import CLARIFIER_CONFIG, write_clarifier_config
 
     # the LoRA leaves the embeddings alone; PEFT's check for resized ones would look the base
     # model up on the Hub by its name
     model.save_pretrained(str(folder), save_embedding_layers=False)
-    write_adapter_config(folder, meta)
+    write_clarifier_config(folder / CLARIFIER_CONFIG, meta)
     base = model.peft_config["default"].base_model_name_or_path
     (folder / "README.md").write_text(model_card(base, meta))
 

@@ -118,3 +118,48 @@ def test_calibrate_refuses_one_label_and_an_unwritable_output_and_keeps_the_thre
     assert main(["calibrate", str(mixed), "--adapter", str(folder), "--predictions", str(tmp_path)]) == 1
     assert "--predictions" in capsys.readouterr().err
     assert (folder / CLARIFIER_CONFIG).read_text() == before
+
+
+@pytest.mark.parametrize("when", ["while the adapter's config is read", "between the two files' renames"])
+def test_calibrate_stopped_leaves_threshold_and_predictions_of_one_run(tmp_path: Path, monkeypatch, when) -> None:
+    """A Ctrl-C once the predictions were written left them beside the last run's threshold:
+    stopped before the files move in, both are the last run's; between the renames, the Ctrl-C
+    waits until both are the new run's."""
+    import signal
+
+    from askbetter.clarifier import calibrate
+
+    monkeypatch.setattr(evaluate, "local_clarifier", lambda settings, adapter, prompt_style: _ScoreByQuery())
+    folder = _adapter_folder(tmp_path, 0.241)
+    path = _write(tmp_path / "dev.jsonl", [example(i, "pre", "Which one?", "ambiguous", "which one") if i % 2 else
+                                           example(i, "pre", None, "clear") for i in range(4)])
+    preds = tmp_path / "p.jsonl"
+
+    def run(limit: int) -> None:
+        calibrate.run_calibrate(path, adapter=str(folder), limit=limit, predictions_out=preds)
+
+    run(2)  # the last run
+    if when == "while the adapter's config is read":
+        def stop(adapter: Path) -> dict:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(calibrate, "adapter_config", stop)
+    else:
+        replace = Path.replace
+
+        def replace_then_ctrl_c(self: Path, target: Path) -> Path:
+            moved = replace(self, target)
+            if Path(target).name == "p.jsonl":
+                signal.raise_signal(signal.SIGINT)  # as a Ctrl-C: KeyboardInterrupt before the next
+            return moved
+
+        monkeypatch.setattr(Path, "replace", replace_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        run(4)
+    n = 2 if when == "while the adapter's config is read" else 4
+    config = json.loads((folder / CLARIFIER_CONFIG).read_text())
+    assert config["calibration"]["n"] == n and len(evaluate.read_predictions(preds)) == n
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter", "dev.jsonl", "p.jsonl"]
+    assert sorted(p.name for p in folder.iterdir()) == ["adapter_config.json", "adapter_model.safetensors",
+                                                        CLARIFIER_CONFIG]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

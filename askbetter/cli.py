@@ -91,22 +91,22 @@ def require_utf8(text: str, what: str) -> None:
 
 def check_adapter(settings: Settings) -> None:
     """Report an adapter folder that is missing, lacks a file or holds a corrupt one before any
-    model loads (`resolve_adapter` reads the files' headers only)."""
+    model loads, or LangGraph or torch imports (`resolve_adapter` reads the files' headers only,
+    without torch)."""
     from askbetter.clarifier.assets import resolve_adapter
 
     resolve_adapter(settings.adapter)
 
 
 def build_graph(settings: Settings) -> Any:
-    """The default graph with an in-memory checkpointer. The adapter is checked and the Chroma
-    collection opened now, so a broken adapter folder, an unreachable store, or a collection
+    """The default graph with an in-memory checkpointer (its caller has checked the adapter:
+    `check_adapter`). The Chroma collection is opened now, so an unreachable store, or a collection
     missing or empty, is reported before any model loads (and no collection is created)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     from askbetter.graph.factory import create_clarifying_rag
     from askbetter.retrieval.store import ChromaRetriever
 
-    check_adapter(settings)
     retriever = ChromaRetriever.from_settings(settings)
     return create_clarifying_rag(retriever=retriever, settings=settings).compile(checkpointer=InMemorySaver())
 
@@ -148,6 +148,7 @@ def add_ask(subparsers: Any) -> None:
 def cmd_ask(args: argparse.Namespace) -> int:
     question = require_text(args.question)
     settings = settings_from(args)
+    check_adapter(settings)
     from askbetter.graph.context import default_context  # once the arguments passed: LangGraph takes a second
     from askbetter.graph.trace import TurnPrinter, run_turn
 
@@ -170,6 +171,7 @@ def add_chat(subparsers: Any) -> None:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    check_adapter(settings)
     from langgraph.types import Command  # once the arguments passed, as in cmd_ask
 
     from askbetter.graph.context import default_context

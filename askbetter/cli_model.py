@@ -15,7 +15,7 @@ from typing import Any
 
 from askbetter.clarifier.examples import check_examples_file
 from askbetter.clarifier.prompt import PROMPT_STYLES
-from askbetter.cli import UsageError, settings_from
+from askbetter.cli import UsageError, check_adapter, settings_from
 from askbetter.settings import nearest_existing
 
 
@@ -152,6 +152,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     check_examples_file(args.file)
     check_output_files(args.file, predictions=args.predictions)
     settings = settings_from(args)
+    check_adapter(settings)
     from askbetter.clarifier.calibrate import run_calibrate  # once the arguments passed: it imports torch
     from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
@@ -193,6 +194,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     check_examples_file(args.file)
     check_output_files(args.file, json=args.json_out, predictions=args.predictions, markdown=args.markdown)
     settings = settings_from(args)
+    check_adapter(settings)
     try:
         return _evaluate(args, settings)
     except ValueError as exc:  # an empty file, a bad --limit

@@ -5,6 +5,10 @@ SmolLM2-135M-Instruct (`askbetter.settings.BUNDLED_BASE_MODEL`), which the `llm-
 package carries as a GGUF file. transformers can load a GGUF only by dequantising it, and such a
 model refuses training and `save_pretrained`, so the GGUF is converted once into a safetensors
 folder under the cache directory (guarded by a file lock so two processes don't convert at once).
+
+torch is imported where a function needs it, not with this module: the adapter folder's checks
+(`resolve_adapter`) run before a command imports it (two seconds), so that a missing or broken
+folder is reported at once.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeGuard
 
-import torch
 from filelock import FileLock
 
 from askbetter.clarifier.prompt import PROMPT_STYLES
@@ -39,6 +42,7 @@ from askbetter.settings import (
 from askbetter.torch_thread import on_torch_thread
 
 if TYPE_CHECKING:
+    import torch
     from peft import PeftModel
     from transformers import GenerationMixin, PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteriaList
 
@@ -101,6 +105,7 @@ def bundled_gguf_path() -> Path:
 
 def convert_gguf(gguf: Path, out_dir: Path) -> Path:
     """Dequantise a GGUF checkpoint into a trainable safetensors folder (once; locked)."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
@@ -173,8 +178,8 @@ def resolve_adapter(spec: str | None) -> Path | None:
 def check_adapter_files(folder: Path) -> None:
     """Raise ModelNotFound naming the file when a PEFT adapter folder lacks its config or weights,
     or when one of them, or the clarifier config beside them, cannot be read (a broken JSON, a
-    corrupt or truncated safetensors file): cheap (the weights' header only), so it runs before
-    any model loads."""
+    corrupt or truncated safetensors file): cheap (the weights' header only, read without torch),
+    so it runs before any model loads."""
     from safetensors import safe_open
 
     config = folder / ADAPTER_CONFIG
@@ -185,7 +190,7 @@ def check_adapter_files(folder: Path) -> None:
     if not weights.is_file():
         raise ModelNotFound(f"{folder} has no {ADAPTER_WEIGHTS}: the adapter's weights are missing")
     try:
-        with safe_open(weights, "pt"):
+        with safe_open(weights, "numpy"):
             pass
     except Exception as exc:  # safetensors raises its own SafetensorError, or an OSError
         raise ModelNotFound(f"{weights} is corrupt or truncated ({exc})") from exc
@@ -233,6 +238,8 @@ def _warn_no_bundled_adapter() -> None:
 
 def resolve_dtype(name: str, device: str) -> torch.dtype:
     """`auto`: bf16 where the hardware does it fast (CPUs with AVX-512 bf16, CUDA), else fp32."""
+    import torch
+
     if name == "auto":
         if device.startswith("cuda"):
             return torch.bfloat16
@@ -281,6 +288,8 @@ class Halt:
         self.event = event
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: object) -> torch.Tensor:
+        import torch
+
         return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
 
 

@@ -127,10 +127,11 @@ def add_ingest(subparsers: Any) -> None:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from askbetter.retrieval.ingest import find_files, ingest
-    from askbetter.retrieval.store import open_collection
 
     settings = settings_from(args)
     files = find_files(args.paths)  # before the store is opened: nothing to ingest writes nothing
+    from askbetter.retrieval.store import open_collection  # once the paths passed: it imports LangChain
+
     collection = open_collection(settings)
     report = ingest(files, collection, settings.chunk_size, settings.chunk_overlap, progress=True)
     print(displayable(report.summary()))  # it names the corpus's files

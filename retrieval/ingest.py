@@ -28,7 +28,6 @@ from askbetter.retrieval.loaders import (
     SourceDocument,
     load_file,
 )
-from askbetter.retrieval.store import chroma_errors
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -214,6 +213,10 @@ def _nothing_to_ingest(folders: list[Path], ignored: list[str]) -> str:
 
 def _store_new(collection: "Collection", chunks: dict[str, tuple[str, Metadata]]) -> int:
     """Add the chunks (id -> (text, metadata)) that the collection lacks; return how many were added."""
+    # here, not at the top: the store imports LangChain, which `find_files` (the command line's
+    # check of its paths) does not need
+    from askbetter.retrieval.store import chroma_errors
+
     with chroma_errors(f"writing to collection {collection.name!r} failed", RESUME_ADVICE):
         present = set(collection.get(ids=list(chunks), include=[])["ids"])
         new = [i for i in chunks if i not in present]
@@ -228,6 +231,8 @@ def _store_new(collection: "Collection", chunks: dict[str, tuple[str, Metadata]]
 
 def _remove_stale(collection: "Collection", file: str, current: set[str]) -> int:
     """Delete the chunks stored for `file` whose ids are not in `current`; return how many."""
+    from askbetter.retrieval.store import chroma_errors  # here: see _store_new
+
     failure = f"removing the old chunks of {file} from collection {collection.name!r} failed"
     with chroma_errors(failure, RESUME_ADVICE):
         stale = [i for i in collection.get(where={FILE_KEY: file}, include=[])["ids"] if i not in current]

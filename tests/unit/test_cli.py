@@ -74,11 +74,13 @@ def test_the_parser_and_a_usage_error_import_no_model_or_store_library(call):
     ["ask", "Where can I park?", "--adapter", "missing"], ["ask", "Where can I park?", "--adapter", "broken"],
     ["chat", "--adapter", "missing"], ["demo", "--adapter", "missing"],
     ["eval", "dev.jsonl", "--adapter", "missing"], ["calibrate", "dev.jsonl", "--adapter", "missing"],
+    ["ingest", "missing"],
 ])
 def test_an_error_in_the_arguments_is_reported_before_langchain_imports(argv, tmp_path):
     """A mistake the arguments show (a blank question, a bad option value, a missing examples or
-    data file, an adapter folder missing or broken) is reported at once: neither the parser nor the
-    check imports LangGraph, LangChain, pydantic or numpy (a second together), or torch (two)."""
+    data file, an adapter folder missing or broken, a path to ingest missing) is reported at once:
+    neither the parser nor the check imports LangGraph, LangChain, pydantic or numpy (a second
+    together), or torch (two)."""
     (tmp_path / "dev.jsonl").write_text('{"messages": [{"role": "user", "content": "q"}], "clarification": null}\n')
     (tmp_path / "broken").mkdir()  # its weights are not safetensors
     (tmp_path / "broken" / "adapter_config.json").write_text("{}")

@@ -4,6 +4,8 @@ import importlib
 import json
 import os
 import re
+import subprocess
+import sys
 import uuid
 
 import chromadb
@@ -114,6 +116,15 @@ def test_missing_path_is_a_clear_error(settings, client, tmp_path):
     collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
     with pytest.raises(RetrievalError, match="nowhere.md does not exist"):
         ingest([tmp_path / "nowhere.md"], collection, progress=False)
+
+
+def test_the_package_exports_the_function_ingest_after_its_module_of_that_name_is_imported():
+    """The package's names are imported on first use; importing `askbetter.retrieval.ingest`
+    binds the package's `ingest` to that module, unless the function was bound first."""
+    code = ("import askbetter.retrieval.ingest\nimport askbetter.retrieval as r\n"
+            "print(type(r.ingest).__name__, all(hasattr(r, name) for name in r.__all__))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.stdout == "function True\n", done.stderr
 
 
 def test_a_named_pipe_is_refused_not_read(tmp_path):

@@ -9,6 +9,7 @@ from askbetter.clarifier import baselines as bl
 from askbetter.clarifier import evaluate as ev
 from askbetter.clarifier.types import Clarifier, Decision
 from askbetter.settings import Settings
+from ctrl_c import ctrl_c_in, ctrl_c_once_moved_in
 from example_factory import example
 
 
@@ -163,7 +164,6 @@ def test_run_baselines_stopped_leaves_report_and_table_of_one_run(tmp_path, monk
     before the files move in, both are the last run's; between the renames, the Ctrl-C waits
     until both are the new run's."""
     import signal
-    from pathlib import Path
 
     monkeypatch.setattr(bl, "local_clarifier", lambda settings, **_: bl.NeverClarify())
     monkeypatch.setattr(ev, "_minilm", OnesEmbedder)
@@ -177,20 +177,9 @@ def test_run_baselines_stopped_leaves_report_and_table_of_one_run(tmp_path, monk
     run(2)  # the last run
     table = bl.format_table
     if when == "while the table is written":
-        def stop(reports):
-            raise KeyboardInterrupt
-
-        monkeypatch.setattr(bl, "format_table", stop)
+        ctrl_c_in(monkeypatch, bl, "format_table")
     else:
-        replace = Path.replace
-
-        def replace_then_ctrl_c(self, target):
-            moved = replace(self, target)
-            if Path(target).name == "baselines.json":
-                signal.raise_signal(signal.SIGINT)  # as a Ctrl-C: KeyboardInterrupt before the next
-            return moved
-
-        monkeypatch.setattr(Path, "replace", replace_then_ctrl_c)
+        ctrl_c_once_moved_in(monkeypatch, "baselines.json")
     with pytest.raises(KeyboardInterrupt):
         run(4)
     n = 2 if when == "while the table is written" else 4

@@ -11,6 +11,7 @@ from askbetter.cli import main
 from askbetter.clarifier import evaluate
 from askbetter.clarifier.calibrate import store_threshold, threshold_for, threshold_on
 from askbetter.clarifier.local import CLARIFIER_CONFIG
+from ctrl_c import ctrl_c_in, ctrl_c_once_moved_in
 from example_factory import example
 
 
@@ -140,20 +141,9 @@ def test_calibrate_stopped_leaves_threshold_and_predictions_of_one_run(tmp_path:
 
     run(2)  # the last run
     if when == "while the adapter's config is read":
-        def stop(adapter: Path) -> dict:
-            raise KeyboardInterrupt
-
-        monkeypatch.setattr(calibrate, "adapter_config", stop)
+        ctrl_c_in(monkeypatch, calibrate, "adapter_config")
     else:
-        replace = Path.replace
-
-        def replace_then_ctrl_c(self: Path, target: Path) -> Path:
-            moved = replace(self, target)
-            if Path(target).name == "p.jsonl":
-                signal.raise_signal(signal.SIGINT)  # as a Ctrl-C: KeyboardInterrupt before the next
-            return moved
-
-        monkeypatch.setattr(Path, "replace", replace_then_ctrl_c)
+        ctrl_c_once_moved_in(monkeypatch, "p.jsonl")
     with pytest.raises(KeyboardInterrupt):
         run(4)
     n = 2 if when == "while the adapter's config is read" else 4

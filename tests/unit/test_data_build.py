@@ -44,6 +44,7 @@ from askbetter.clarifier.source_common import (
     parsed_once,
     user,
 )
+from ctrl_c import ctrl_c_once_moved_in
 
 RAW = Path(__file__).resolve().parents[1] / "fixtures" / "raw"
 
@@ -612,15 +613,7 @@ def test_a_ctrl_c_while_the_splits_move_in_is_held_until_all_three_have(tmp_path
     out, other = tmp_path / "out", tmp_path / "other"
     build_dataset(RAW, out, seed=13, progress=False)
     build_dataset(RAW, other, seed=14, progress=False)
-    replace = Path.replace
-
-    def replace_then_ctrl_c(self, target):
-        moved = replace(self, target)
-        if self.name == "train.jsonl.new":
-            signal.raise_signal(signal.SIGINT)  # as a Ctrl-C: KeyboardInterrupt before the next
-        return moved
-
-    monkeypatch.setattr(Path, "replace", replace_then_ctrl_c)
+    ctrl_c_once_moved_in(monkeypatch, "train.jsonl")
     with pytest.raises(KeyboardInterrupt, match="the new build in --out is whole"):
         build_dataset(RAW, out, seed=14, progress=False)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == {p.name: p.read_bytes() for p in other.iterdir()}

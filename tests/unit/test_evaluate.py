@@ -12,6 +12,7 @@ from askbetter.clarifier import evaluate as ev
 from askbetter.clarifier.examples import ExampleFormatError
 from askbetter.clarifier.types import Clarifier, Decision
 from askbetter.settings import Settings
+from ctrl_c import ctrl_c_in, ctrl_c_once_moved_in
 from example_factory import example
 
 DOCUMENTED_KEYS = set(
@@ -368,20 +369,9 @@ def test_run_eval_stopped_leaves_predictions_and_report_of_one_run(tmp_path, mon
 
     run(2)  # the last run
     if when == "while the report is computed":
-        def stop(*args, **kwargs):
-            raise KeyboardInterrupt
-
-        monkeypatch.setattr(ev, "summarize", stop)
+        ctrl_c_in(monkeypatch, ev, "summarize")
     else:
-        replace = Path.replace
-
-        def replace_then_ctrl_c(self, target):
-            moved = replace(self, target)
-            if Path(target).name == "preds.jsonl":
-                signal.raise_signal(signal.SIGINT)  # as a Ctrl-C: KeyboardInterrupt before the next
-            return moved
-
-        monkeypatch.setattr(Path, "replace", replace_then_ctrl_c)
+        ctrl_c_once_moved_in(monkeypatch, "preds.jsonl")
     with pytest.raises(KeyboardInterrupt):
         run(4)
     n = 2 if when == "while the report is computed" else 4

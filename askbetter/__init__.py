@@ -8,14 +8,15 @@ when, the user's query needs one.
     graph.invoke({"messages": [("user", "How do I turn on sync?")]},
                  {"configurable": {"thread_id": "1"}}, context={"ask_mode": "interrupt"})
 
-The names below are imported on first use (module `__getattr__`): `askbetter.settings` is imported
+The names below are imported on first use (`askbetter.lazy`): `askbetter.settings` is imported
 by every subpackage, and an eager import here would load them all, in a circle.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from askbetter.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "create_clarifying_rag": "askbetter.graph.factory",
@@ -55,14 +56,4 @@ if TYPE_CHECKING:
     from askbetter.settings import Settings
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'askbetter' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,7 +1,7 @@
 """askbetter.retrieval: Chroma store, embedding function, ingestion, the bundled demo corpus, and a
 LangChain retriever as a `Retriever`.
 
-The names in `_EXPORTS` are imported on first use (module `__getattr__`), as in `askbetter`:
+The names in `_EXPORTS` are imported on first use (`askbetter.lazy`), as in `askbetter`:
 importing a submodule imports this package first, and an eager import here would load them all
 (LangChain, numpy) for one that needs none of them, as `askbetter ingest` checks its paths with
 `askbetter.retrieval.ingest` alone. `ingest` and `IngestReport` are imported here: that module is
@@ -11,9 +11,9 @@ which would otherwise take its place.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from askbetter.lazy import lazy_exports
 from askbetter.retrieval.ingest import IngestReport, ingest
 
 _EXPORTS: dict[str, str] = {
@@ -47,14 +47,4 @@ if TYPE_CHECKING:
     from askbetter.retrieval.types import Passage, Retriever
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'askbetter.retrieval' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -66,20 +66,21 @@ def write_together(writers: Mapping[Path, Callable[[Path], object]], done: str) 
     mix: `writers[path](staged)` writes each to a staged file beside it (its name + ".new"); once
     all are written they are renamed into place in order, a Ctrl-C held until the last has moved
     in (`askbetter.interrupts.ctrl_c_held`: its KeyboardInterrupt then says `done`). Stopped or
-    failed while writing, the staged files are removed and every path is as it was; only a kill
-    during the renames can leave a mix."""
+    failed while writing, the staged files are removed and every path is as it was; a rename that
+    fails (the path became a folder) leaves those before it moved in, and no staged file; only
+    that or a kill during the renames can leave a mix."""
     staged: dict[Path, Path] = {}
     try:
         for path, write in writers.items():
             staged[path] = path.with_name(path.name + ".new")
             write(staged[path])
-    except BaseException:
+        with ctrl_c_held(done):
+            for path, new in staged.items():
+                new.replace(path)
+    except BaseException:  # those moved in are gone from their staged names already
         for new in staged.values():
             new.unlink(missing_ok=True)
         raise
-    with ctrl_c_held(done):
-        for path, new in staged.items():
-            new.replace(path)
 
 
 #: the control characters (C0, DEL, C1) a terminal may act on, each with its visible form

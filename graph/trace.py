@@ -128,7 +128,7 @@ async def arun_turn(
                 result.steps.append(step)
                 if on_step:
                     on_step(step)
-        result.state = dict((await graph.aget_state(config)).values)
+        result.state = dict((await graph.aget_state(_thread_head(config))).values)  # a fork's too: its new head
     except (asyncio.CancelledError, KeyboardInterrupt):
         await arestore_thread(graph, config, before, context)
         raise

@@ -428,6 +428,29 @@ def test_a_stopped_turn_run_from_an_earlier_checkpoint_leaves_the_thread_as_befo
     assert [i.value for i in after.interrupts] == [i.value for i in head.interrupts] != []
 
 
+def test_a_turn_run_from_an_earlier_checkpoint_ends_with_the_state_it_left():
+    """A fork's result read the state of the checkpoint it forked from (its config's
+    `checkpoint_id`), not the thread's new head: its answer was the earlier turn's."""
+    graph = create_clarifying_rag(
+        clarifier=ScriptedClarifier(pre=[None] * 3, post=[None] * 3), retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter(["Open Preferences [1].", "Choose Sync [1].",
+                                                         "Open Nimbus [1]."])),
+        rewriter=lambda messages: messages[-1].text, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    context = default_context(Settings())
+
+    async def answer_twice_then_fork() -> Any:
+        await arun_turn(graph, user(TURNS[0]), thread("fork"), context)
+        answered = await graph.aget_state(thread("fork"))
+        await arun_turn(graph, user(TURNS[2]), thread("fork"), context)
+        return await arun_turn(graph, user(TURNS[4]), answered.config, context)
+
+    forked = asyncio.run(asyncio.wait_for(answer_twice_then_fork(), TIMEOUT))
+    assert forked.answer == "Open Nimbus [1]." + SOURCES
+    assert forked.state == graph.get_state(thread("fork")).values
+    assert texts(forked.state)[:2] == [TURNS[0], "Open Preferences [1]." + SOURCES]
+
+
 def test_a_process_whose_turn_was_cancelled_mid_generation_exits_cleanly(tmp_path: Path):
     script = tmp_path / "cancel.py"
     script.write_text(f"""

@@ -50,7 +50,9 @@ def ctrl_c_held(done: str | None = None) -> Iterator[None]:
 
     Only in the main thread, where Python runs signal handlers (elsewhere the block runs as it is),
     and only a handler set from Python (`signal.getsignal` gives None for one set otherwise, which
-    could not be put back). A kill (SIGTERM, SIGKILL) is not held."""
+    could not be put back). An event loop's own handler (`loop.add_signal_handler`, as aiohttp's
+    `run_app` sets) is not held: the loop reads the signal from its wakeup fd, past any Python
+    handler. A kill (SIGTERM, SIGKILL) is not held."""
     global _hold
     installed = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is not threading.main_thread() or installed is None:

@@ -148,8 +148,9 @@ async def arestore_thread(
 
     A Ctrl-C that comes meanwhile, in the main thread, waits until the thread is back (the copy
     alone leaves a paused thread with no question waiting), then goes to the SIGINT handler
-    installed (`askbetter.interrupts.ctrl_c_held`); it is not dropped: a turn cancelled by other
-    means than a Ctrl-C (a client gone) still leaves the Ctrl-C its own stop to make.
+    installed (`askbetter.interrupts.ctrl_c_held`); it is not dropped (unless the undo itself
+    fails: its error goes up in its place): a turn cancelled by other means than a Ctrl-C (a
+    client gone) still leaves the Ctrl-C its own stop to make.
 
     (Going on from `before`'s checkpoint itself, its `checkpoint_id` in the next turn's config,
     would not do for a paused thread: a stopped reply's resume value stays stored there as its

@@ -9,6 +9,8 @@ it), so any module may import it.
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -41,13 +43,25 @@ def not_utf8(error: UnicodeDecodeError, where: str | None = None, first_line: in
     return f"{place}: not UTF-8 text (byte {data[error.start]:#04x} at column {column}); convert the file to UTF-8"
 
 
+def _temp_beside(path: Path, end: str) -> Path:
+    """A new empty file beside `path` (its folder made if missing) for what will move in there:
+    hidden and unique (`.NAME.RANDOM` + `end`), made only where no file is (O_EXCL), so that no
+    file of the user's, no other output's and no other write's, in this process or another, is at
+    that name. Made as `open(path, "w")` would make it, with the umask (or the folder's default
+    ACL) applied to 0666: `tempfile.mkstemp` gives 0600, and reading the umask means setting it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}{end}")
+    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    return temp
+
+
 def write_lines(path: str | Path, lines: Iterable[str]) -> int:
     """Write `lines` (strings, each ending in a newline) to `path` as UTF-8, atomically: into a temp
-    file in the same folder (made if missing), then renamed into place. Stopped or failed before the
-    rename, the temp file is removed and `path` is as it was. Returns how many strings it wrote."""
+    file in the same folder (made if missing; `_temp_beside`), then renamed into place. Stopped or
+    failed before the rename, the temp file is removed and `path` is as it was. Returns how many
+    strings it wrote."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = _temp_beside(path, ".tmp")
     n = 0
     try:
         with tmp.open("w", encoding="utf-8") as fh:
@@ -63,7 +77,7 @@ def write_lines(path: str | Path, lines: Iterable[str]) -> int:
 
 def write_together(writers: Mapping[Path, Callable[[Path], object]], done: str) -> None:
     """Write files that go together so that a stop leaves the last ones or the new ones, never a
-    mix: `writers[path](staged)` writes each to a staged file beside it (its name + ".new"); once
+    mix: `writers[path](staged)` writes each to a staged file beside it (`_temp_beside`); once
     all are written they are renamed into place in order, a Ctrl-C held until the last has moved
     in (`askbetter.interrupts.ctrl_c_held`: its KeyboardInterrupt then says `done`). Stopped or
     failed while writing, the staged files are removed and every path is as it was; a rename that
@@ -72,7 +86,7 @@ def write_together(writers: Mapping[Path, Callable[[Path], object]], done: str) 
     staged: dict[Path, Path] = {}
     try:
         for path, write in writers.items():
-            staged[path] = path.with_name(path.name + ".new")
+            staged[path] = _temp_beside(path, ".new")
             write(staged[path])
         with ctrl_c_held(done):
             for path, new in staged.items():

@@ -581,7 +581,7 @@ def test_a_build_stopped_while_writing_leaves_the_last_build_whole(tmp_path, mon
     monkeypatch.setattr(data_build, "write_examples", write_then_stop)
     with pytest.raises(KeyboardInterrupt):
         build_dataset(RAW, out, seed=14, progress=False)
-    assert written and {p.name: p.read_bytes() for p in out.iterdir()} == last  # no .new left
+    assert written and {p.name: p.read_bytes() for p in out.iterdir()} == last  # no staged file left
 
 
 def test_a_build_stopped_inside_a_split_s_write_leaves_no_temp_file(tmp_path, monkeypatch):
@@ -602,7 +602,7 @@ def test_a_build_stopped_inside_a_split_s_write_leaves_no_temp_file(tmp_path, mo
                         lambda path, examples: write(path, stop_after_one_line(examples)))
     with pytest.raises(KeyboardInterrupt):
         build_dataset(RAW, out, seed=14, progress=False)
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == last  # no .new, no .new.tmp
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == last  # no staged file, no temp file
 
 
 def test_a_ctrl_c_while_the_splits_move_in_is_held_until_all_three_have(tmp_path, monkeypatch):

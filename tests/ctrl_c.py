@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,12 @@ def ctrl_c_in(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> None
         raise KeyboardInterrupt
 
     monkeypatch.setattr(owner, name, stop)
+
+
+def second_run_stopped(run: Callable[[int], object], stop: Callable[[], None]) -> None:
+    """`run(2)`, the last run whose outputs a stop must leave whole; then `stop()` arms a Ctrl-C and
+    `run(4)` must end in its KeyboardInterrupt."""
+    run(2)
+    stop()
+    with pytest.raises(KeyboardInterrupt):
+        run(4)

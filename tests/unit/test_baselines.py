@@ -9,7 +9,7 @@ from askbetter.clarifier import baselines as bl
 from askbetter.clarifier import evaluate as ev
 from askbetter.clarifier.types import Clarifier, Decision
 from askbetter.settings import Settings
-from ctrl_c import ctrl_c_in, ctrl_c_once_moved_in
+from ctrl_c import ctrl_c_in, ctrl_c_once_moved_in, second_run_stopped
 from example_factory import example
 
 
@@ -174,14 +174,9 @@ def test_run_baselines_stopped_leaves_report_and_table_of_one_run(tmp_path, monk
     def run(limit):
         bl.run_baselines(path, limit=limit, json_out=json_out, markdown_out=md_out, settings=Settings())
 
-    run(2)  # the last run
     table = bl.format_table
-    if when == "while the table is written":
-        ctrl_c_in(monkeypatch, bl, "format_table")
-    else:
-        ctrl_c_once_moved_in(monkeypatch, "baselines.json")
-    with pytest.raises(KeyboardInterrupt):
-        run(4)
+    second_run_stopped(run, lambda: ctrl_c_in(monkeypatch, bl, "format_table") if when == "while the table is written"
+                       else ctrl_c_once_moved_in(monkeypatch, "baselines.json"))
     n = 2 if when == "while the table is written" else 4
     reports = json.loads(json_out.read_text())
     assert {r["n"] for r in reports} == {n} and md_out.read_text() == table(reports) + "\n"

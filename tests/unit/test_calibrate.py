@@ -11,7 +11,7 @@ from askbetter.cli import main
 from askbetter.clarifier import evaluate
 from askbetter.clarifier.calibrate import store_threshold, threshold_for, threshold_on
 from askbetter.clarifier.local import CLARIFIER_CONFIG
-from ctrl_c import ctrl_c_in, ctrl_c_once_moved_in
+from ctrl_c import ctrl_c_in, ctrl_c_once_moved_in, second_run_stopped
 from example_factory import example
 
 
@@ -139,13 +139,8 @@ def test_calibrate_stopped_leaves_threshold_and_predictions_of_one_run(tmp_path:
     def run(limit: int) -> None:
         calibrate.run_calibrate(path, adapter=str(folder), limit=limit, predictions_out=preds)
 
-    run(2)  # the last run
-    if when == "while the adapter's config is read":
-        ctrl_c_in(monkeypatch, calibrate, "adapter_config")
-    else:
-        ctrl_c_once_moved_in(monkeypatch, "p.jsonl")
-    with pytest.raises(KeyboardInterrupt):
-        run(4)
+    second_run_stopped(run, lambda: ctrl_c_in(monkeypatch, calibrate, "adapter_config")
+                       if when == "while the adapter's config is read" else ctrl_c_once_moved_in(monkeypatch, "p.jsonl"))
     n = 2 if when == "while the adapter's config is read" else 4
     config = json.loads((folder / CLARIFIER_CONFIG).read_text())
     assert config["calibration"]["n"] == n and len(evaluate.read_predictions(preds)) == n

@@ -12,7 +12,7 @@ from askbetter.clarifier import evaluate as ev
 from askbetter.clarifier.examples import ExampleFormatError
 from askbetter.clarifier.types import Clarifier, Decision
 from askbetter.settings import Settings
-from ctrl_c import ctrl_c_in, ctrl_c_once_moved_in
+from ctrl_c import ctrl_c_in, ctrl_c_once_moved_in, second_run_stopped
 from example_factory import example
 
 DOCUMENTED_KEYS = set(
@@ -367,13 +367,8 @@ def test_run_eval_stopped_leaves_predictions_and_report_of_one_run(tmp_path, mon
         ev.run_eval(path, adapter="none", base_model=None, limit=limit, json_out=json_out,
                     settings=Settings(), predictions_out=preds_out)
 
-    run(2)  # the last run
-    if when == "while the report is computed":
-        ctrl_c_in(monkeypatch, ev, "summarize")
-    else:
-        ctrl_c_once_moved_in(monkeypatch, "preds.jsonl")
-    with pytest.raises(KeyboardInterrupt):
-        run(4)
+    second_run_stopped(run, lambda: ctrl_c_in(monkeypatch, ev, "summarize") if when == "while the report is computed"
+                       else ctrl_c_once_moved_in(monkeypatch, "preds.jsonl"))
     n = 2 if when == "while the report is computed" else 4
     assert json.loads(json_out.read_text())["n"] == n and len(ev.read_predictions(preds_out)) == n
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ex.jsonl", "preds.jsonl", "report.json"]

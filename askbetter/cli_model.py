@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from askbetter.clarifier.examples import check_examples_file
+from askbetter.clarifier.examples import check_examples_file, check_limit
 from askbetter.clarifier.prompt import PROMPT_STYLES
 from askbetter.cli import UsageError, check_adapter, settings_from
 from askbetter.settings import nearest_existing
@@ -148,18 +148,33 @@ def _check_outputs(paths: Mapping[str, Path | None], folders: bool) -> None:
             raise UsageError(f"{flag}: no permission to enter {writable}")
 
 
+def check_examples_and_limit(file: Path, limit: int | None) -> None:
+    """What `calibrate` and `eval` check of the examples they read before any model loads: the
+    file is there, and `--limit` is a positive number."""
+    try:
+        check_limit(limit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    check_examples_file(file)
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    check_examples_file(args.file)
+    check_examples_and_limit(args.file, args.limit)
     check_output_files(args.file, predictions=args.predictions)
     settings = settings_from(args)
-    check_adapter(settings)
+    from askbetter.clarifier.assets import require_adapter
+
+    try:
+        require_adapter(settings.adapter, "calibrate")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     from askbetter.clarifier.calibrate import run_calibrate  # once the arguments passed: it imports torch
     from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
     try:
         record = run_calibrate(args.file, adapter=args.adapter, limit=args.limit, settings=settings,
                                predictions_out=args.predictions)
-    except ValueError as exc:  # an empty file, a bad --limit, --adapter none
+    except ValueError as exc:  # an empty file, examples of one label
         raise UsageError(str(exc)) from exc
     print(f"threshold {fmt_decimal(record['threshold'])} on {record['n']} examples: accuracy "
           f"{fmt_percent(record['accuracy'])}, AUC {fmt_decimal(record['auc'])}; stored with {args.adapter}")
@@ -191,13 +206,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.prompt_style is not None and args.baselines:
         raise UsageError("--prompt-style is not used with --baselines: the base model runs zero-shot and "
                          "few-shot, the adapter in the style it was trained on")
-    check_examples_file(args.file)
+    check_examples_and_limit(args.file, args.limit)
     check_output_files(args.file, json=args.json_out, predictions=args.predictions, markdown=args.markdown)
     settings = settings_from(args)
     check_adapter(settings)
     try:
         return _evaluate(args, settings)
-    except ValueError as exc:  # an empty file, a bad --limit
+    except ValueError as exc:  # an empty file
         raise UsageError(str(exc)) from exc
 
 

@@ -175,6 +175,15 @@ def resolve_adapter(spec: str | None) -> Path | None:
     return path
 
 
+def require_adapter(spec: str | None, needed_by: str) -> Path:
+    """`resolve_adapter`, with a ValueError where it gives no adapter (`needed_by` names what
+    needs one, e.g. "calibrate")."""
+    folder = resolve_adapter(spec)
+    if folder is None:
+        raise ValueError(f'{needed_by} needs an adapter ("bundled" or a PEFT folder), not {spec or "none"}')
+    return folder
+
+
 def check_adapter_files(folder: Path) -> None:
     """Raise ModelNotFound naming the file when a PEFT adapter folder lacks its config or weights,
     or when one of them, or the clarifier config beside them, cannot be read (a broken JSON, a

@@ -84,7 +84,7 @@ def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
     """`askbetter calibrate FILE.jsonl --adapter PATH [--limit N] [--predictions OUT.jsonl]`:
     score the examples with the adapter, store the accuracy-maximising threshold with it (and
     write the predictions at that threshold, together: `store_threshold`), and return the record."""
-    from askbetter.clarifier.assets import resolve_adapter
+    from askbetter.clarifier.assets import require_adapter
     from askbetter.clarifier.evaluate import (
         load_examples,
         local_clarifier,
@@ -93,9 +93,7 @@ def run_calibrate(path: Path, *, adapter: str, limit: int | None = None,
         write_predictions,
     )
 
-    folder = resolve_adapter(adapter)
-    if folder is None:
-        raise ValueError("calibrate needs an adapter (\"bundled\" or a PEFT folder), not none")
+    folder = require_adapter(adapter, "calibrate")
     examples = load_examples(path, limit)
     check_both_labels(examples, "the stored threshold is kept")
     if len(examples) < FEW_EXAMPLES:

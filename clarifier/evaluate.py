@@ -41,7 +41,7 @@ from typing import Any
 from tqdm import tqdm
 
 from askbetter.clarifier import metrics
-from askbetter.clarifier.examples import Example, check_documents, needs_clarification, read_examples
+from askbetter.clarifier.examples import Example, check_documents, check_limit, needs_clarification, read_examples
 from askbetter.clarifier.prompt import PromptStyle
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
 from askbetter.settings import BUNDLED_EMBEDDING_MODEL, Settings
@@ -85,8 +85,7 @@ def load_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     Raises FileNotFoundError for a missing file, `ExampleFormatError` (file:line) for a broken
     line, and ValueError for a limit below 1 or a file without examples.
     """
-    if limit is not None and limit < 1:
-        raise ValueError(f"--limit must be a positive number of examples, not {limit}")
+    check_limit(limit)
     examples = read_examples(path)
     if not examples:
         raise ValueError(f"no examples in {path}")

@@ -128,6 +128,12 @@ def check_examples_file(path: Path) -> None:
         raise FileNotFoundError(f"no such examples file: {path}")
 
 
+def check_limit(limit: int | None) -> None:
+    """ValueError for a `--limit` below 1 (None means every example)."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be a positive number of examples, not {limit}")
+
+
 def iter_examples(path: str | Path) -> Iterator[Example]:
     path = Path(path)
     check_examples_file(path)

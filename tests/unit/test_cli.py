@@ -74,11 +74,13 @@ def test_the_parser_and_a_usage_error_import_no_model_or_store_library(call):
     ["ask", "Where can I park?", "--adapter", "missing"], ["ask", "Where can I park?", "--adapter", "broken"],
     ["chat", "--adapter", "missing"], ["demo", "--adapter", "missing"],
     ["eval", "dev.jsonl", "--adapter", "missing"], ["calibrate", "dev.jsonl", "--adapter", "missing"],
-    ["ingest", "missing"],
+    ["ingest", "missing"], ["eval", "dev.jsonl", "--limit", "0"],
+    ["calibrate", "dev.jsonl", "--adapter", "bundled", "--limit", "-1"], ["calibrate", "dev.jsonl", "--adapter", "none"],
 ])
 def test_an_error_in_the_arguments_is_reported_before_langchain_imports(argv, tmp_path):
-    """A mistake the arguments show (a blank question, a bad option value, a missing examples or
-    data file, an adapter folder missing or broken, a path to ingest missing) is reported at once:
+    """A mistake the arguments show (a blank question, a bad option value or --limit, a missing
+    examples or data file, an adapter folder missing, broken or none where one is needed, a path
+    to ingest missing) is reported at once:
     neither the parser nor the check imports LangGraph, LangChain, pydantic or numpy (a second
     together), or torch (two)."""
     (tmp_path / "dev.jsonl").write_text('{"messages": [{"role": "user", "content": "q"}], "clarification": null}\n')

@@ -195,6 +195,8 @@ def check_adapter_files(folder: Path) -> None:
     if not config.is_file():
         raise ModelNotFound(f"{folder} is not a PEFT adapter folder (no {ADAPTER_CONFIG})")
     read_json(config)
+    if (folder / CLARIFIER_CONFIG).is_file():  # before the weights: opening them imports numpy
+        read_clarifier_config(folder / CLARIFIER_CONFIG)
     weights = folder / ADAPTER_WEIGHTS
     if not weights.is_file():
         raise ModelNotFound(f"{folder} has no {ADAPTER_WEIGHTS}: the adapter's weights are missing")
@@ -203,8 +205,6 @@ def check_adapter_files(folder: Path) -> None:
             pass
     except Exception as exc:  # safetensors raises its own SafetensorError, or an OSError
         raise ModelNotFound(f"{weights} is corrupt or truncated ({exc})") from exc
-    if (folder / CLARIFIER_CONFIG).is_file():
-        read_clarifier_config(folder / CLARIFIER_CONFIG)
 
 
 def read_json(path: Path) -> dict:

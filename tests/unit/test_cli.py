@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,8 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from askbetter import cli
-from askbetter.clarifier.assets import ModelPackageMissing
+from askbetter.clarifier.assets import BUNDLED_ADAPTER_DIR, ModelPackageMissing
+from askbetter.clarifier.local import CLARIFIER_CONFIG
 from askbetter.clarifier.types import Decision, stage_of
 from askbetter.graph import trace
 from askbetter.graph.factory import create_clarifying_rag
@@ -72,6 +74,7 @@ def test_the_parser_and_a_usage_error_import_no_model_or_store_library(call):
     ["eval", "missing.jsonl"], ["calibrate", "missing.jsonl", "--adapter", "bundled"],
     ["train", "--lr", "0"], ["train", "--data-dir", "missing"],
     ["ask", "Where can I park?", "--adapter", "missing"], ["ask", "Where can I park?", "--adapter", "broken"],
+    ["ask", "Where can I park?", "--adapter", "badconfig"],
     ["chat", "--adapter", "missing"], ["demo", "--adapter", "missing"],
     ["eval", "dev.jsonl", "--adapter", "missing"], ["calibrate", "dev.jsonl", "--adapter", "missing"],
     ["ingest", "missing"], ["eval", "dev.jsonl", "--limit", "0"],
@@ -79,14 +82,16 @@ def test_the_parser_and_a_usage_error_import_no_model_or_store_library(call):
 ])
 def test_an_error_in_the_arguments_is_reported_before_langchain_imports(argv, tmp_path):
     """A mistake the arguments show (a blank question, a bad option value or --limit, a missing
-    examples or data file, an adapter folder missing, broken or none where one is needed, a path
-    to ingest missing) is reported at once:
-    neither the parser nor the check imports LangGraph, LangChain, pydantic or numpy (a second
+    examples or data file, an adapter folder missing, broken (its weights, or its clarifier config
+    beside sound weights) or none where one is needed, a path to ingest missing) is reported at
+    once: neither the parser nor the check imports LangGraph, LangChain, pydantic or numpy (a second
     together), or torch (two)."""
     (tmp_path / "dev.jsonl").write_text('{"messages": [{"role": "user", "content": "q"}], "clarification": null}\n')
     (tmp_path / "broken").mkdir()  # its weights are not safetensors
     (tmp_path / "broken" / "adapter_config.json").write_text("{}")
     (tmp_path / "broken" / "adapter_model.safetensors").write_text("not a safetensors file")
+    shutil.copytree(BUNDLED_ADAPTER_DIR, tmp_path / "badconfig")  # sound weights, a broken config beside
+    (tmp_path / "badconfig" / CLARIFIER_CONFIG).write_text('{"threshold": ')
     heavy = {"langgraph", "langchain_core", "pydantic", "numpy", "torch"}
     code = (f"import sys\nfrom askbetter.cli import main\ncode = main({argv!r})\n"
             f"print(code, sorted({heavy} & set(sys.modules)))")

@@ -24,7 +24,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime, get_runtime
 
@@ -90,21 +91,21 @@ def create_clarifying_rag(
     def read(runtime: Runtime[Context]) -> Context:
         return resolve_context(runtime.context, defaults)
 
-    def rewrite_node(state: RagState, config: RunnableConfig) -> Update:
-        if (store := start_turn(state, config)) is not None:
+    def rewrite_node(state: RagState) -> Update:
+        if (store := start_turn(state)) is not None:
             store.get()
         return rewrite(state, rewriter=rewriter, max_query_chars=max_query_chars)
 
-    async def arewrite_node(state: RagState, config: RunnableConfig) -> Update:
-        if (store := start_turn(state, config)) is not None:
+    async def arewrite_node(state: RagState) -> Update:
+        if (store := start_turn(state)) is not None:
             await store.aget()
         return await arewrite(state, rewriter=rewriter, max_query_chars=max_query_chars)
 
-    def start_turn(state: RagState, config: RunnableConfig) -> LazyRetriever | None:
-        """Check that the turn has a user message (`require_user_turn`); the default retriever when
-        it is to be opened now, so that a missing or empty store says so before the clarifier's
-        model loads."""
-        require_user_turn(state, config)
+    def start_turn(state: RagState) -> LazyRetriever | None:
+        """Check that the turn has a user message (`require_user_turn`, given the run's config);
+        the default retriever when it is to be opened now, so that a missing or empty store says
+        so before the clarifier's model loads."""
+        require_user_turn(state, get_config())
         if isinstance(retriever, LazyRetriever) and last_user_text(state["messages"]):
             return retriever
         return None
@@ -128,8 +129,8 @@ def create_clarifying_rag(
         return await apost_check(state, clarifier=clarifier, threshold=threshold())
 
     def threshold() -> float | None:
-        """The run's threshold, read in a node that is a `RunnableLambda` (LangGraph passes those no
-        `runtime`)."""
+        """The run's threshold, read in a node that is a `TwoWayNode` (LangGraph passes a runnable
+        no `runtime`)."""
         return read(get_runtime(Context))["threshold"]
 
     def top_k() -> int:
@@ -177,9 +178,28 @@ def create_clarifying_rag(
     return builder
 
 
-def both(name: str, node: Callable[..., Update], anode: Callable[..., Awaitable[Update]]) -> RunnableLambda:
+class TwoWayNode(Runnable[RagState, Update]):
+    """A node that runs `func` in sync runs (`invoke`, `stream`) and awaits `afunc` in async ones.
+
+    Unlike a `RunnableLambda` it opens no run of its own for the tracer: LangGraph already opens
+    the node's run (named after the node), which the models called inside report to; a
+    `RunnableLambda` showed in each trace as a node run holding a same-named child run."""
+
+    def __init__(self, name: str, func: Callable[[RagState], Update],
+                 afunc: Callable[[RagState], Awaitable[Update]]) -> None:
+        self.name = name
+        self.func, self.afunc = func, afunc
+
+    def invoke(self, input: RagState, config: RunnableConfig | None = None, **kwargs: Any) -> Update:
+        return self.func(input)
+
+    async def ainvoke(self, input: RagState, config: RunnableConfig | None = None, **kwargs: Any) -> Update:
+        return await self.afunc(input)
+
+
+def both(name: str, node: Callable[[RagState], Update], anode: Callable[[RagState], Awaitable[Update]]) -> TwoWayNode:
     """A node that runs `node` in sync runs (`invoke`, `stream`) and awaits `anode` in async ones."""
-    return RunnableLambda(node, afunc=anode, name=name)
+    return TwoWayNode(name, node, anode)
 
 
 def require_component(component: object, protocol: type, name: str, method: str, alternative: str = "") -> None:

@@ -14,6 +14,7 @@ from langchain_core.load import dumpd, load
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnableLambda
+from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -501,6 +502,30 @@ def test_answer_tokens_then_its_sources_stream_in_messages_mode_and_rewrite_toke
     *tokens, (last, meta) = chunks
     assert last.text == final.text.removeprefix(answer_text) and meta["tags"] == [SOURCES_TAG]
     assert not any(SOURCES_TAG in meta.get("tags", ()) for _, meta in tokens)
+
+
+def trace_tree(run):
+    """A traced run as (name, [its children's trees])."""
+    return run.name, [trace_tree(child) for child in run.child_runs]
+
+
+@pytest.mark.parametrize("way", ["sync", "async"])
+def test_a_trace_shows_each_node_once_with_the_models_it_called_under_it(way):
+    """A tracer (LangSmith's, or any callback handler) sees one run per node, as LangGraph opens
+    it, with the answer model's run right under the answer node's: no same-named run inside each
+    node's (a node that was a RunnableLambda opened one more)."""
+    graph, _, config = build(ScriptedClarifier(pre=[None], post=[None]))
+    collector = RunCollectorCallbackHandler()
+    traced = {**config, "callbacks": [collector]}
+    if way == "sync":
+        graph.invoke(user("How do I turn on sync?"), traced)
+    else:
+        asyncio.run(graph.ainvoke(user("How do I turn on sync?"), traced))
+    name, nodes = trace_tree(collector.traced_runs[0])
+    assert [node for node, _ in nodes] == ["rewrite", "pre_check", "retrieve", "post_check", "answer"]
+    for node, children in nodes:
+        assert node not in [child for child, _ in children], f"{node} holds a run of its own name"
+    assert [child for child, _ in dict(nodes)["answer"]] == ["GenericFakeChatModel", "sources"]
 
 
 def test_building_the_default_graph_loads_nothing(monkeypatch):

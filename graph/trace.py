@@ -18,6 +18,7 @@ from typing import Any, ParamSpec, TextIO, TypeVar, cast
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
 
@@ -155,19 +156,28 @@ async def arestore_thread(
     (Going on from `before`'s checkpoint itself, its `checkpoint_id` in the next turn's config,
     would not do for a paused thread: a stopped reply's resume value stays stored there as its
     task's, and LangGraph 1.2 hands that, not the next reply, to the interrupt.)"""
-    checkpointer = cast(BaseCheckpointSaver, graph.checkpointer)  # aget_state refused a graph without one
     head = _thread_head(config)
     with ctrl_c_held():
         if before.metadata is None:  # no checkpoint: the turn began the thread
             try:
-                await checkpointer.adelete_thread(head["configurable"]["thread_id"])
+                await _checkpointer(graph, config).adelete_thread(head["configurable"]["thread_id"])
             except NotImplementedError:  # BaseCheckpointSaver's: the stop goes on up all the same
                 log.warning("the checkpointer cannot delete a thread (no adelete_thread): thread %r keeps "
                             "the stopped turn", head["configurable"]["thread_id"])
             return
-        await graph.aupdate_state(before.config, None, as_node="__copy__")
+        # `before`'s checkpoint, in the run's config (which may lend the checkpointer)
+        at = {**head, "configurable": {**head["configurable"], **before.config["configurable"]}}
+        await graph.aupdate_state(cast(RunnableConfig, at), None, as_node="__copy__")
         if before.interrupts:
             await graph.ainvoke(None, head, context=context)
+
+
+def _checkpointer(graph: Pregel[Any, Context, Any, Any], config: RunnableConfig) -> BaseCheckpointSaver:
+    """The checkpointer a run of `config` uses, as LangGraph picks it: the one the config lends (a
+    LangGraph server passes its own so, to a graph compiled without one), else the graph's (a
+    graph with neither had its `aget_state` refused before this is asked)."""
+    lent = config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER)
+    return cast(BaseCheckpointSaver, lent if lent is not None else graph.checkpointer)
 
 
 def _thread_head(config: RunnableConfig) -> RunnableConfig:

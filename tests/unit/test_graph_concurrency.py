@@ -18,6 +18,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import Command
 
 from askbetter import torch_thread
@@ -379,7 +380,7 @@ class CannotDeleteAThread(InMemorySaver):
 
 async def stop_at_the_check(graph, payload: Any, config: dict[str, Any], context: Any) -> None:
     """Run `arun_turn` until the thread of `config` waits on the check, then cancel it."""
-    head = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+    head = {"configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}}
     task = asyncio.create_task(arun_turn(graph, payload, config, context))
     while (await graph.aget_state(head)).next != ("pre_check",):
         await asyncio.sleep(0.001)
@@ -400,6 +401,35 @@ def test_a_first_turn_stopped_on_a_checkpointer_that_cannot_delete_a_thread_stil
         asyncio.run(asyncio.wait_for(stop_at_the_check(graph, user(TURNS[0]), thread("kept"),
                                                        default_context(Settings())), TIMEOUT))
     assert texts(graph.get_state(thread("kept")).values) == [TURNS[0]]
+
+
+@pytest.mark.parametrize("turns_before", [0, 1])
+def test_a_stopped_turn_is_undone_on_a_checkpointer_the_config_lends(turns_before: int):
+    """A graph compiled without a checkpointer, run with one the config lends (as a LangGraph server
+    runs a graph): a stopped first turn's thread is deleted from that checkpointer, a stopped later
+    turn's thread is put back as it was before the turn (the undo used the graph's checkpointer
+    only: None)."""
+    graph = create_clarifying_rag(
+        clarifier=Hanging(TURNS[4], pre=[None], post=[None]), retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter(["Open Preferences [1]."])),
+        rewriter=lambda messages: messages[-1].text, settings=Settings(),
+    ).compile()
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "lent", CONFIG_KEY_CHECKPOINTER: saver}}
+    context = default_context(Settings())
+
+    async def turns_then_stop() -> tuple[Any, Any]:
+        for _ in range(turns_before):
+            await arun_turn(graph, user(TURNS[0]), config, context)
+        before = await graph.aget_state(config)
+        with pytest.raises(asyncio.CancelledError):
+            await stop_at_the_check(graph, user(TURNS[4]), config, context)
+        return before, await graph.aget_state(config)
+
+    before, after = asyncio.run(asyncio.wait_for(turns_then_stop(), TIMEOUT))
+    assert after.values == before.values and after.next == before.next == ()
+    assert texts({"messages": [], **after.values}) == [TURNS[0], "Open Preferences [1]." + SOURCES][:2 * turns_before]
+    assert (saver.get_tuple({"configurable": {"thread_id": "lent"}}) is None) == (turns_before == 0)
 
 
 def test_a_stopped_turn_run_from_an_earlier_checkpoint_leaves_the_thread_as_before_it():

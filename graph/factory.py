@@ -158,15 +158,15 @@ def create_clarifying_rag(
     builder = StateGraph(RagState, context_schema=Context, input_schema=InputState)
     # the nodes that generate text have both ways: async runs await their models, so cancelling a
     # run stops its generation at the next token
-    builder.add_node(REWRITE, both(REWRITE, rewrite_node, arewrite_node))
-    builder.add_node(PRE_CHECK, both(PRE_CHECK, pre_check_node, apre_check_node))
+    builder.add_node(REWRITE, TwoWayNode(REWRITE, rewrite_node, arewrite_node))
+    builder.add_node(PRE_CHECK, TwoWayNode(PRE_CHECK, pre_check_node, apre_check_node))
     # a retriever with `asearch` (a LangChain one) is awaited in async runs, any other's `search`
     # runs in an executor thread
-    builder.add_node(RETRIEVE, both(RETRIEVE, retrieve_node, aretrieve_node))
-    builder.add_node(POST_CHECK, both(POST_CHECK, post_check_node, apost_check_node))
+    builder.add_node(RETRIEVE, TwoWayNode(RETRIEVE, retrieve_node, aretrieve_node))
+    builder.add_node(POST_CHECK, TwoWayNode(POST_CHECK, post_check_node, apost_check_node))
     builder.add_node(ASK_USER, ask_user_node)
     builder.add_node(AWAIT_REPLY, await_reply_node)
-    builder.add_node(ANSWER, both(ANSWER, answer_node, aanswer_node))
+    builder.add_node(ANSWER, TwoWayNode(ANSWER, answer_node, aanswer_node))
     builder.add_edge(START, REWRITE)
     builder.add_conditional_edges(REWRITE, edge(routing.after_rewrite), [PRE_CHECK, RETRIEVE, ANSWER])
     builder.add_conditional_edges(PRE_CHECK, edge(routing.after_pre_check), [ASK_USER, RETRIEVE])
@@ -195,11 +195,6 @@ class TwoWayNode(Runnable[RagState, Update]):
 
     async def ainvoke(self, input: RagState, config: RunnableConfig | None = None, **kwargs: Any) -> Update:
         return await self.afunc(input)
-
-
-def both(name: str, node: Callable[[RagState], Update], anode: Callable[[RagState], Awaitable[Update]]) -> TwoWayNode:
-    """A node that runs `node` in sync runs (`invoke`, `stream`) and awaits `anode` in async ones."""
-    return TwoWayNode(name, node, anode)
 
 
 def require_component(component: object, protocol: type, name: str, method: str, alternative: str = "") -> None:

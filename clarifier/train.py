@@ -126,29 +126,73 @@ def with_smalltalk(units: list[list[Example]], share: float, seed: int) -> list[
             if u in chosen else unit for u, unit in enumerate(units)]
 
 
-def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, first: torch.Tensor,
-                  first_weight: float) -> torch.Tensor:
-    """Next-token cross-entropy on answer tokens; the first answer token weighs `first_weight`."""
-    logits, labels, first = logits[:, :-1].float(), labels[:, 1:], first[:, 1:]
-    per_token = torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100,
-        reduction="none").view(labels.shape)
-    weights = (labels != -100).float() * torch.where(first, first_weight, 1.0)
+@dataclass
+class AnswerLogits:
+    """The logits at the positions of a batch that predict an answer token, one row each."""
+
+    logits: torch.Tensor  # (n, vocab)
+    targets: torch.Tensor  # (n,): the answer token each position predicts
+    first: torch.Tensor  # (n,): True where that is a first answer token, where the decision is read
+    rows: torch.Tensor  # (n,): the batch row of each
+
+
+def answer_logits(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> AnswerLogits:
+    """Run the decoder over the batch, then the language-model head at the answer's positions only
+    (the labels, shifted by one): the head over every position (49,152 logits a token for
+    SmolLM2) cost about a fifth of a CPU step and most of its memory, for the few positions the
+    loss reads. `check_head` makes sure the model computes its logits so."""
+    lm = _causal_lm(model)
+    hidden = lm.get_decoder()(input_ids=batch["input_ids"],
+                              attention_mask=batch["attention_mask"]).last_hidden_state
+    rows, cols = (batch["labels"][:, 1:] != -100).nonzero(as_tuple=True)
+    return AnswerLogits(lm.get_output_embeddings()(hidden[rows, cols]), batch["labels"][rows, cols + 1],
+                        batch["first"][rows, cols + 1], rows)
+
+
+def check_head(model: torch.nn.Module, input_ids: list[int]) -> None:
+    """ValueError when the model's own forward does not compute its logits as `answer_logits`
+    does (its output embeddings over the decoder's last hidden state: a model that scales or caps
+    its logits, as Gemma 2 or Cohere do); checked once, on `input_ids`, with dropout off."""
+    lm = _causal_lm(model)
+    ids = torch.tensor([input_ids], device=lm.device)
+    training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            own = model(input_ids=ids).logits.float()
+            ours = lm.get_output_embeddings()(lm.get_decoder()(input_ids=ids).last_hidden_state).float()
+    finally:
+        model.train(training)
+    if not torch.allclose(own, ours, rtol=1e-3, atol=1e-3):
+        raise ValueError(f"{type(lm).__name__} computes its logits otherwise than its output embeddings over "
+                         "its decoder's last hidden state, which askbetter train reads at the answer's positions")
+
+
+def _causal_lm(model: torch.nn.Module) -> Any:
+    """The transformers model inside a PEFT wrapper (the LoRA layers are in its modules), or `model`."""
+    get_base_model = getattr(model, "get_base_model", None)
+    return get_base_model() if get_base_model is not None else model
+
+
+def weighted_loss(answer: AnswerLogits, first_weight: float) -> torch.Tensor:
+    """Cross-entropy on the answer tokens; the first answer token weighs `first_weight`."""
+    per_token = torch.nn.functional.cross_entropy(answer.logits.float(), answer.targets, reduction="none")
+    weights = torch.where(answer.first, first_weight, 1.0)
     return (per_token * weights).sum() / weights.sum()
 
 
-def pair_margin_loss(logits: torch.Tensor, first: torch.Tensor, units: torch.Tensor,
-                     clear: torch.Tensor, clear_id: int, margin: float = PAIR_MARGIN) -> torch.Tensor:
+def pair_margin_loss(answer: AnswerLogits, units: torch.Tensor, clear: torch.Tensor, clear_id: int,
+                     margin: float = PAIR_MARGIN) -> torch.Tensor:
     """Mean over (clear, clarify) member pairs of one contrast unit (`units` >= 0) in the batch of
     max(0, margin - (log P(CLEAR) of the clear one - that of the clarify one)), read where the
     first answer token is predicted; 0 when the batch holds no such pair."""
-    rows, cols = first.nonzero(as_tuple=True)  # one first answer token per row
-    log_clear = torch.zeros(first.size(0), device=logits.device)
-    log_clear[rows] = torch.log_softmax(logits[rows, cols - 1].float(), dim=-1)[:, clear_id]
+    log_clear = answer.logits.new_zeros(units.size(0), dtype=torch.float32)
+    log_clear[answer.rows[answer.first]] = torch.log_softmax(
+        answer.logits[answer.first].float(), dim=-1)[:, clear_id]  # one first answer token per row
     same_unit = (units[:, None] == units[None, :]) & (units[:, None] >= 0)
     pairs = same_unit & clear[:, None] & ~clear[None, :]  # [i, j]: i clear, j clarify
     if not pairs.any():
-        return logits.new_zeros(())
+        return answer.logits.new_zeros(())
     gaps = log_clear[:, None] - log_clear[None, :]
     return torch.relu(margin - gaps[pairs]).mean()
 
@@ -256,11 +300,13 @@ def clarifier_meta(cfg: TrainConfig, state: dict, n_train: int, planned_steps: i
                    continued: dict | None) -> dict:
     """The clarifier config written beside the adapter, at each checkpoint and at the end: the
     prompt style and input budget it was trained with (what inference must use) and the training
-    record so far, with `continued`, the training record of the adapter this run continued, under
-    `continued_from`. No threshold: until `askbetter calibrate` picks one, the default applies."""
+    record so far (its peak memory the one measured at the last checkpoint: the final adapter's is
+    the last checkpoint's), with `continued`, the training record of the adapter this run
+    continued, under `continued_from`. No threshold: until `askbetter calibrate` picks one, the
+    default applies."""
     training = {"steps": state["step"], "planned_steps": planned_steps, "train_examples": n_train,
                 "tokens_seen": state["tokens"], "train_seconds": round(state["seconds"], 1),
-                **peak_memory_mb(cfg.device, state.get("peak_mb")), "config": cfg.to_json()}
+                **(state.get("peak_mb") or peak_memory_mb(cfg.device)), "config": cfg.to_json()}
     if continued:
         training["continued_from"] = continued
     return {"prompt_style": cfg.prompt_style, "max_input_tokens": cfg.max_input_tokens,
@@ -512,6 +558,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     _truncate_log(log_path, state["step"])
 
     pad_id, clear_id = pad_token_id(tokenizer), clear_token_id(tokenizer)
+    check_head(model, items[0].input_ids[:16])
     model.train()
     # closed on the way out too, so that a stopped run's bar is drawn before the message
     with log_path.open("a") as log_file, tqdm(total=total, initial=state["step"], desc="training",
@@ -522,9 +569,9 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
                      collate([items[i] for i in plan[state["step"]]], pad_id).items()}
             with torch.autocast(device_type=cfg.device.split(":")[0], dtype=torch.bfloat16,
                                 enabled=use_autocast):
-                logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-            loss = weighted_loss(logits, batch["labels"], batch["first"], cfg.first_token_weight)
-            pair = (pair_margin_loss(logits, batch["first"], batch["unit"], batch["clear"], clear_id)
+                answer = answer_logits(model, batch)
+            loss = weighted_loss(answer, cfg.first_token_weight)
+            pair = (pair_margin_loss(answer, batch["unit"], batch["clear"], clear_id)
                     if cfg.pair_margin_weight else None)
             (loss if pair is None else loss + cfg.pair_margin_weight * pair).backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)

@@ -1,15 +1,19 @@
-"""Pure parts of the training loop: encoding, bucketing, collation, the weighted loss."""
+"""Parts of the training loop: encoding, bucketing, collation, the answer logits and the losses."""
 
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from askbetter.clarifier.train import (
+    AnswerLogits,
     CheckpointMismatch,
     Encoded,
     TrainConfig,
+    answer_logits,
+    check_head,
     check_resumable,
     collate,
     encode,
@@ -22,6 +26,7 @@ from askbetter.clarifier.train import (
     weighted_loss,
 )
 from example_factory import example
+from tiny_model import tiny_llama
 
 
 class ChatTokenizer:
@@ -90,39 +95,61 @@ def test_collate_masks_prompt_and_padding_and_marks_the_first_answer_token() -> 
     assert batch["first"][1].nonzero().flatten().tolist() == [1]
 
 
-def test_weighted_loss_counts_the_first_answer_token_more() -> None:
+def full_logits(model, batch):
+    """What `answer_logits` stands for: the model's own forward over every position."""
+    return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+
+
+def test_answer_logits_are_the_models_own_at_the_answer_positions_and_the_loss_the_full_ones() -> None:
+    """The head runs at the positions that predict an answer token only: there its logits are the
+    model's own forward's, and the weighted loss (the first answer token counting 3 times) is the
+    one computed over the full logits, row by row."""
     torch.manual_seed(0)
-    logits = torch.randn(1, 4, 10)
-    labels = torch.tensor([[-100, -100, 3, 4]])
-    first = torch.tensor([[False, False, True, False]])
-    plain = weighted_loss(logits, labels, first, 1.0)
-    per_token = torch.nn.functional.cross_entropy(logits[0, 1:3], labels[0, 2:4], reduction="none")
-    assert plain.item() == pytest.approx(per_token.mean().item(), rel=1e-5)
-    weighted = weighted_loss(logits, labels, first, 3.0)
-    expected = (3 * per_token[0] + per_token[1]) / 4
-    assert weighted.item() == pytest.approx(expected.item(), rel=1e-5)
+    model = tiny_llama().eval()
+    items = [Encoded(list(range(1, 7)), 3), Encoded(list(range(2, 6)), 2)]  # answers 4-6 and 4-5
+    batch = collate(items, pad_id=0, multiple=4)
+    answer = answer_logits(model, batch)
+    assert answer.rows.tolist() == [0, 0, 0, 1, 1]
+    assert answer.targets.tolist() == [4, 5, 6, 4, 5]
+    assert answer.first.tolist() == [True, False, False, True, False]
+    full = full_logits(model, batch)
+    assert torch.allclose(answer.logits, torch.cat([full[0, 2:5], full[1, 1:3]]), atol=1e-5)
+    per_token = [torch.nn.functional.cross_entropy(full[r, p], torch.tensor(t)) for r, p, t in
+                 [(0, 2, 4), (0, 3, 5), (0, 4, 6), (1, 1, 4), (1, 2, 5)]]
+    expected = (3 * per_token[0] + per_token[1] + per_token[2] + 3 * per_token[3] + per_token[4]) / 9
+    assert weighted_loss(answer, 3.0).item() == pytest.approx(expected.item(), rel=1e-5)
+    assert weighted_loss(answer, 1.0).item() == pytest.approx(torch.stack(per_token).mean().item(), rel=1e-5)
 
 
-def _first_answer_logits(log_clear: list[float], clear_id: int = 3) -> torch.Tensor:
-    """Logits whose log P(token `clear_id`) at position 1 (predicting the answer at 2) is given."""
-    logits = torch.full((len(log_clear), 4, 5), -1e4)
+def test_check_head_refuses_a_model_whose_forward_scales_its_logits() -> None:
+    model = tiny_llama().train()
+    check_head(model, [1, 2, 3])  # a plain causal LM: its logits are its output embeddings'
+    assert model.training  # put back as it was
+    forward = model.forward
+    model.forward = lambda *args, **kwargs: SimpleNamespace(logits=forward(*args, **kwargs).logits * 30)
+    with pytest.raises(ValueError, match="computes its logits otherwise"):
+        check_head(model, [1, 2, 3])
+
+
+def _first_answers(log_clear: list[float], clear_id: int = 3) -> AnswerLogits:
+    """One first-answer position per row whose log P(token `clear_id`) is given."""
+    logits = torch.full((len(log_clear), 5), -1e4)
     for r, lp in enumerate(log_clear):
-        logits[r, 1, clear_id] = lp
-        logits[r, 1, 0] = torch.log(-torch.expm1(torch.tensor(lp)))  # the rest of the mass
-    return logits
+        logits[r, clear_id] = lp
+        logits[r, 0] = torch.log(-torch.expm1(torch.tensor(lp)))  # the rest of the mass
+    n = len(log_clear)
+    return AnswerLogits(logits, torch.zeros(n, dtype=torch.long), torch.ones(n, dtype=torch.bool), torch.arange(n))
 
 
 def test_pair_margin_loss_asks_clear_members_to_lead_their_unit_by_the_margin() -> None:
-    first = torch.zeros((4, 4), dtype=torch.bool)
-    first[:, 2] = True
     units = torch.tensor([0, 0, 1, 1])
     clear = torch.tensor([True, False, True, False])
     # unit 0: the clear one leads by 0.2 nats (hinge 0.8); unit 1: by 2 nats (no loss)
-    logits = _first_answer_logits([-0.5, -0.7, -0.1, -2.1])
-    loss = pair_margin_loss(logits, first, units, clear, clear_id=3, margin=1.0)
+    answer = _first_answers([-0.5, -0.7, -0.1, -2.1])
+    loss = pair_margin_loss(answer, units, clear, clear_id=3, margin=1.0)
     assert loss.item() == pytest.approx((0.8 + 0.0) / 2, abs=1e-4)
     # no unit (-1) or no pair of both labels: nothing to compare
-    alone = pair_margin_loss(logits, first, torch.tensor([-1, -1, 1, 2]), clear, clear_id=3)
+    alone = pair_margin_loss(answer, torch.tensor([-1, -1, 1, 2]), clear, clear_id=3)
     assert alone.item() == 0.0
 
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Judge a trained adapter (or a training checkpoint) against the shipped one, by the ship rule of
+# clarifier/adapter/TRAINING_LOG.md: its threshold picked on dev.unseen, then dev's figures beside
+# the shipped adapter's, the greeting flips on dev's first 600, and the corpus probe. The test
+# split is scored only with --test, once a candidate has passed on dev (choosing on test would
+# make its figures no longer held out).
+#
+#   bash scripts/judge_adapter.sh runs/s42/checkpoint runs/s42/judge          # dev and probes
+#   bash scripts/judge_adapter.sh runs/s42/checkpoint runs/s42/judge --test   # then the test split
+#
+# SHIPPED_DEV_PREDICTIONS names the shipped adapter's `--predictions` on data/dev.unseen.jsonl
+# (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's); `make data` writes the data files.
+set -euo pipefail
+
+if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --test ) ]]; then
+    echo "usage: bash scripts/judge_adapter.sh ADAPTER_OR_CHECKPOINT OUT_DIR [--test]" >&2
+    exit 2
+fi
+source_dir=$1 out=$2 test=${3:-}
+shipped=${SHIPPED_DEV_PREDICTIONS:-runs/eval/dev.unseen.s37.pred.jsonl}
+bin=.venv/bin
+export HF_HUB_OFFLINE=1
+
+mkdir -p "$out"
+if [[ ! -d $out/adapter ]]; then  # a copy: calibrate writes its threshold into the adapter's config
+    cp -r "$source_dir" "$out/adapter.partial"
+    rm -f "$out/adapter.partial/trainer_state.pt"
+    mv "$out/adapter.partial" "$out/adapter"
+fi
+if [[ ! -f $out/dev.pred.jsonl ]]; then
+    "$bin/askbetter" calibrate data/dev.unseen.jsonl --adapter "$out/adapter" --predictions "$out/dev.pred.jsonl" \
+        | tee "$out/calibrate.log"
+fi
+if [[ -f $shipped ]]; then
+    "$bin/python" scripts/compare_predictions.py "shipped=$shipped" "candidate=$out/dev.pred.jsonl" | tee "$out/dev.compare.md"
+else
+    echo "no $shipped: score the shipped adapter on data/dev.unseen.jsonl with --predictions to compare" >&2
+fi
+
+# greetings before the first 600 dev conversations: how many decisions change
+[[ -f runs/eval/dev.greet.jsonl ]] || "$bin/python" scripts/smalltalk_prefix.py write data/dev.unseen.jsonl runs/eval/dev.greet.jsonl
+head -600 "$out/dev.pred.jsonl" > "$out/dev600.pred.jsonl"
+"$bin/askbetter" eval runs/eval/dev.greet.jsonl --adapter "$out/adapter" --no-questions --limit 600 \
+    --predictions "$out/greet600.pred.jsonl" > "$out/greet600.log"
+"$bin/python" scripts/smalltalk_prefix.py flips "$out/dev600.pred.jsonl" "$out/greet600.pred.jsonl" | tee "$out/greet600.flips.txt"
+
+# the hand-labelled probe over the bundled corpus (off every training source)
+[[ -f runs/eval/corpus_probe.jsonl ]] || "$bin/python" scripts/corpus_probe.py runs/eval/corpus_probe.jsonl
+"$bin/askbetter" eval runs/eval/corpus_probe.jsonl --adapter "$out/adapter" --no-questions \
+    --json "$out/corpus.json" --predictions "$out/corpus.pred.jsonl" | tee "$out/corpus.log"
+
+if [[ $test == --test ]]; then
+    "$bin/askbetter" eval data/test.unseen.jsonl --adapter "$out/adapter" --no-questions \
+        --json "$out/test.json" --predictions "$out/test.pred.jsonl" | tee "$out/test.log"
+fi

@@ -11,8 +11,9 @@
 # SHIPPED_DEV_PREDICTIONS names the shipped adapter's `--predictions` on data/dev.unseen.jsonl
 # (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's); `make data` writes the data files.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,
-# dev.compare.md, greet600.flips.txt, corpus.log/.json, with --test test.log/.json. A step already
-# done (its output there) is not run again. Without --test, about half an hour on this 2-core CPU.
+# dev.compare.md, greet600.flips.txt, corpus.log/.json, with --test test.log/.json. The copy and
+# the calibration are not made again where they are there (so --test after a first run only adds
+# the test). Without --test, about half an hour on this 2-core CPU.
 set -euo pipefail
 
 if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --test ) ]]; then

@@ -11,9 +11,9 @@
 # SHIPPED_DEV_PREDICTIONS names the shipped adapter's `--predictions` on data/dev.unseen.jsonl
 # (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's); `make data` writes the data files.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,
-# dev.compare.md, greet600.flips.txt, corpus.log/.json, with --test test.log/.json. The copy and
-# the calibration are not made again where they are there (so --test after a first run only adds
-# the test). Without --test, about half an hour on this 2-core CPU.
+# dev.compare.md, greet600.flips.txt, corpus.log/.json, with --test test.log/.json. A scoring
+# whose output is there is not run again (so --test after a first run scores the test only).
+# Without --test, about half an hour on this 2-core CPU.
 set -euo pipefail
 
 if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --test ) ]]; then
@@ -44,14 +44,19 @@ fi
 # greetings before the first 600 dev conversations: how many decisions change
 [[ -f runs/eval/dev.greet.jsonl ]] || "$bin/python" scripts/smalltalk_prefix.py write data/dev.unseen.jsonl runs/eval/dev.greet.jsonl
 head -600 "$out/dev.pred.jsonl" > "$out/dev600.pred.jsonl"
-"$bin/askbetter" eval runs/eval/dev.greet.jsonl --adapter "$out/adapter" --no-questions --limit 600 \
-    --predictions "$out/greet600.pred.jsonl" > "$out/greet600.log"
+if [[ ! -f $out/greet600.pred.jsonl ]]; then
+    "$bin/askbetter" eval runs/eval/dev.greet.jsonl --adapter "$out/adapter" --no-questions --limit 600 \
+        --predictions "$out/greet600.pred.jsonl" > "$out/greet600.log"
+fi
 "$bin/python" scripts/smalltalk_prefix.py flips "$out/dev600.pred.jsonl" "$out/greet600.pred.jsonl" | tee "$out/greet600.flips.txt"
 
 # the hand-labelled probe over the bundled corpus (off every training source)
 [[ -f runs/eval/corpus_probe.jsonl ]] || "$bin/python" scripts/corpus_probe.py runs/eval/corpus_probe.jsonl
-"$bin/askbetter" eval runs/eval/corpus_probe.jsonl --adapter "$out/adapter" --no-questions \
-    --json "$out/corpus.json" --predictions "$out/corpus.pred.jsonl" | tee "$out/corpus.log"
+if [[ ! -f $out/corpus.json ]]; then
+    "$bin/askbetter" eval runs/eval/corpus_probe.jsonl --adapter "$out/adapter" --no-questions \
+        --json "$out/corpus.json" --predictions "$out/corpus.pred.jsonl" | tee "$out/corpus.log"
+fi
+grep -v "ex/s" "$out/corpus.log" | head -5
 
 if [[ $test == --test ]]; then
     "$bin/askbetter" eval data/test.unseen.jsonl --adapter "$out/adapter" --no-questions \

@@ -1,4 +1,4 @@
-"""Time a training step with the language-model head at every position against at the answer's only.
+"""Time a training step, the head at every position against at the answer's only.
 
 `askbetter train` computes its loss from the logits at the positions that predict an answer token
 (`clarifier.train.answer_logits`); before session 44 it ran the head over every position and read

@@ -153,6 +153,40 @@ def test_pair_margin_loss_asks_clear_members_to_lead_their_unit_by_the_margin() 
     assert alone.item() == 0.0
 
 
+def test_the_pair_margin_over_padded_rows_of_several_answer_tokens_is_the_full_logits_one() -> None:
+    """Two contrast pairs and a row of no unit, each padded and with answers of one to three tokens:
+    the hinge reads log P(CLEAR) where each row's first answer token is predicted, as over the
+    model's full logits, and the loss and its gradients are the full logits' (the head at every
+    position, before session 44)."""
+    model = tiny_llama().eval()
+    items = [Encoded(list(range(1, 7)), 3, clear=True, unit=0), Encoded(list(range(2, 6)), 2, unit=0),
+             Encoded(list(range(1, 9)), 5, clear=True, unit=1), Encoded(list(range(3, 8)), 4, unit=1),
+             Encoded([4, 5, 6], 2)]
+    batch = collate(items, pad_id=0, multiple=4)
+    clear_id, margin = 7, 5.0
+
+    def losses(answer: AnswerLogits) -> tuple[torch.Tensor, torch.Tensor]:
+        return weighted_loss(answer, 3.0), pair_margin_loss(answer, batch["unit"], batch["clear"], clear_id, margin)
+
+    model.zero_grad()
+    loss, pair = losses(answer_logits(model, batch))
+    (loss + pair).backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    full = full_logits(model, batch)
+    log_clear = [torch.log_softmax(full[r, e.n_prompt - 1], -1)[clear_id] for r, e in enumerate(items)]
+    expected = (torch.relu(margin - (log_clear[0] - log_clear[1]))
+                + torch.relu(margin - (log_clear[2] - log_clear[3]))) / 2
+    assert pair.item() == pytest.approx(expected.item(), rel=1e-5) and expected.item() > 0
+    rows, cols = (batch["labels"][:, 1:] != -100).nonzero(as_tuple=True)
+    full_loss, full_pair = losses(AnswerLogits(full[rows, cols], batch["labels"][rows, cols + 1],
+                                               batch["first"][rows, cols + 1], rows))
+    assert (full_loss.item(), full_pair.item()) == pytest.approx((loss.item(), pair.item()), rel=1e-5)
+    (full_loss + full_pair).backward()
+    for ours, theirs in zip(grads, (p.grad for p in model.parameters()), strict=True):
+        assert torch.allclose(ours, theirs, rtol=1e-4, atol=1e-6)
+
+
 def test_encode_marks_clear_answers_and_a_margin_needs_contrast_pairs() -> None:
     cfg = TrainConfig(max_input_tokens=200)
     assert encode(example(1, "pre", None, "clear"), ChatTokenizer(), cfg).clear

@@ -173,9 +173,10 @@ async def arestore_thread(
 
 
 def _checkpointer(graph: Pregel[Any, Context, Any, Any], config: RunnableConfig) -> BaseCheckpointSaver:
-    """The checkpointer a run of `config` uses, as LangGraph picks it: the one the config lends (a
-    LangGraph server passes its own so, to a graph compiled without one), else the graph's (a
-    graph with neither had its `aget_state` refused before this is asked)."""
+    """The checkpointer a run of `config` uses, as LangGraph picks it: the one the config lends
+    (`CONFIG_KEY_CHECKPOINTER`, as LangGraph lends a parent graph's to a subgraph; a LangGraph
+    server sets its own on the graph it serves), else the graph's (a graph with neither had its
+    `aget_state` refused before this is asked)."""
     lent = config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER)
     return cast(BaseCheckpointSaver, lent if lent is not None else graph.checkpointer)
 

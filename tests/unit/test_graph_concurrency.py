@@ -405,8 +405,8 @@ def test_a_first_turn_stopped_on_a_checkpointer_that_cannot_delete_a_thread_stil
 
 @pytest.mark.parametrize("turns_before", [0, 1])
 def test_a_stopped_turn_is_undone_on_a_checkpointer_the_config_lends(turns_before: int):
-    """A graph compiled without a checkpointer, run with one the config lends (as a LangGraph server
-    runs a graph): a stopped first turn's thread is deleted from that checkpointer, a stopped later
+    """A graph compiled without a checkpointer, run with one the config lends (as LangGraph
+    runs a subgraph): a stopped first turn's thread is deleted from that checkpointer, a stopped later
     turn's thread is put back as it was before the turn (the undo used the graph's checkpointer
     only: None)."""
     graph = create_clarifying_rag(

@@ -149,8 +149,12 @@ def answer_logits(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> Ans
                         batch["first"][rows, cols + 1], rows)
 
 
+class UnsupportedHead(ValueError):
+    """A base model whose logits are not its output embeddings over its decoder's last hidden state."""
+
+
 def check_head(model: torch.nn.Module, input_ids: list[int]) -> None:
-    """ValueError when the model's own forward does not compute its logits as `answer_logits`
+    """UnsupportedHead when the model's own forward does not compute its logits as `answer_logits`
     does (its output embeddings over the decoder's last hidden state: a model that scales or caps
     its logits, as Gemma 2 or Cohere do); checked once, on `input_ids`, with dropout off."""
     lm = _causal_lm(model)
@@ -164,8 +168,9 @@ def check_head(model: torch.nn.Module, input_ids: list[int]) -> None:
     finally:
         model.train(training)
     if not torch.allclose(own, ours, rtol=1e-3, atol=1e-3):
-        raise ValueError(f"{type(lm).__name__} computes its logits otherwise than its output embeddings over "
-                         "its decoder's last hidden state, which askbetter train reads at the answer's positions")
+        raise UnsupportedHead(f"{type(lm).__name__} computes its logits otherwise than its output embeddings over "
+                              "its decoder's last hidden state, which askbetter train reads at the answer's "
+                              "positions: train another --base-model")
 
 
 def _causal_lm(model: torch.nn.Module) -> Any:
@@ -538,6 +543,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     plan = [b for _ in range(cfg.epochs) for b in make_batches(items, cfg, rng, units)]
     digests = plan_digests(plan, examples)
     total = min(len(plan), cfg.max_steps) if cfg.max_steps else len(plan)
+    check_head(model, items[0].input_ids[:16])
 
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
@@ -558,7 +564,6 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     _truncate_log(log_path, state["step"])
 
     pad_id, clear_id = pad_token_id(tokenizer), clear_token_id(tokenizer)
-    check_head(model, items[0].input_ids[:16])
     model.train()
     # closed on the way out too, so that a stopped run's bar is drawn before the message
     with log_path.open("a") as log_file, tqdm(total=total, initial=state["step"], desc="training",

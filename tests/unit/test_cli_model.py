@@ -457,6 +457,31 @@ def test_train_refuses_target_modules_the_base_model_lacks_before_anything_is_wr
     assert not run.exists()
 
 
+def test_train_refuses_a_base_model_that_scales_its_logits_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loss reads the output embeddings over the decoder's last hidden state at the answer's
+    positions, which is not the logits of a model that scales or caps them (Gemma 2, Cohere): such
+    a base model is refused in one line, before the run folder is made."""
+    from types import SimpleNamespace
+
+    import askbetter.clarifier.assets as assets
+
+    def scaling_model(*args):
+        model = tiny_llama()
+        forward = model.forward
+        model.forward = lambda *args, **kwargs: SimpleNamespace(logits=forward(*args, **kwargs).logits * 30)
+        return model, tiny_tokenizer()
+
+    monkeypatch.setattr(assets, "load_base", scaling_model)
+    run = tmp_path / "run"
+    argv = ["train", "--data-dir", str(one_example_data(tmp_path)), "--out-dir", str(run), "--target-modules", "q_proj"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.rsplit("\r", 1)[-1]  # after the tokenising bar
+    assert err.startswith("askbetter: error: LlamaForCausalLM computes its logits otherwise") and err.count("\n") == 1
+    assert not run.exists()
+
+
 @pytest.mark.parametrize(("change", "options", "message"), [
     ("empty train", [], "train.jsonl holds no examples"),
     ("", ["--exclude", "test"], "--exclude test leaves out every example of {data}/train.jsonl"),

@@ -67,7 +67,7 @@ def main() -> None:
     model.train()
     autocast = resolve_dtype(settings.dtype, "cpu") == torch.bfloat16
     items = [encode(e, tokenizer, cfg) for e in read_examples(args.data_dir / "train.jsonl")[:args.examples]]
-    plan = make_batches(items, cfg, random.Random(0))[:args.batches + 1]
+    plan = make_batches(items, cfg, random.Random(0))[:args.batches]
     batches = [collate([items[i] for i in b], pad_token_id(tokenizer)) for b in plan]
 
     ways = {"head at every position": every_position, "head at the answer's positions": answer_logits}
@@ -77,10 +77,10 @@ def main() -> None:
     # each way over every batch once, the answer's positions first: the process's peak after those
     # is their own, and after the other way's the larger of the two
     for name in reversed(ways):
-        for batch in batches[1:]:
+        for batch in batches:
             _step(model, ways[name], batch, autocast)
         peak_kib[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    for k, batch in enumerate(batches[1:], 1):
+    for k, batch in enumerate(batches, 1):
         print(f"batch {k}/{args.batches}: {tuple(batch['input_ids'].shape)}", flush=True)
         results = {}
         for name, way in ways.items():

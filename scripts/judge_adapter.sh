@@ -20,13 +20,15 @@ if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --test ) ]]; then
     echo "usage: bash scripts/judge_adapter.sh ADAPTER_OR_CHECKPOINT OUT_DIR [--test]" >&2
     exit 2
 fi
-source_dir=$1 out=$2 test=${3:-}
+source_dir=$(realpath "$1") out=$(realpath -m "$2") test=${3:-}
+cd "$(dirname "$0")/.."  # the repository: .venv, data/, runs/ are read from there
 shipped=${SHIPPED_DEV_PREDICTIONS:-runs/eval/dev.unseen.s37.pred.jsonl}
 bin=.venv/bin
 export HF_HUB_OFFLINE=1
 
 mkdir -p "$out"
 if [[ ! -d $out/adapter ]]; then  # a copy: calibrate writes its threshold into the adapter's config
+    rm -rf "$out/adapter.partial"  # an interrupted copy's
     cp -r "$source_dir" "$out/adapter.partial"
     rm -f "$out/adapter.partial/trainer_state.pt"
     mv "$out/adapter.partial" "$out/adapter"
@@ -58,7 +60,7 @@ if [[ ! -f $out/corpus.json ]]; then
 fi
 grep -v "ex/s" "$out/corpus.log" | head -5
 
-if [[ $test == --test ]]; then
+if [[ $test == --test && ! -f $out/test.json ]]; then
     "$bin/askbetter" eval data/test.unseen.jsonl --adapter "$out/adapter" --no-questions \
         --json "$out/test.json" --predictions "$out/test.pred.jsonl" | tee "$out/test.log"
 fi

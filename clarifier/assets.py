@@ -180,7 +180,8 @@ def require_adapter(spec: str | None, needed_by: str) -> Path:
     needs one, e.g. "calibrate")."""
     folder = resolve_adapter(spec)
     if folder is None:
-        raise ValueError(f'{needed_by} needs an adapter ("bundled" or a PEFT folder), not {spec or "none"}')
+        given = f"the bundled one: there is none in {BUNDLED_ADAPTER_DIR}" if spec == BUNDLED_ADAPTER else spec or "none"
+        raise ValueError(f'{needed_by} needs an adapter ("bundled" or a PEFT folder), not {given}')
     return folder
 
 

@@ -8,7 +8,7 @@ import torch
 from safetensors.torch import save_file
 
 from askbetter.cli import main
-from askbetter.clarifier import evaluate
+from askbetter.clarifier import assets, evaluate
 from askbetter.clarifier.calibrate import store_threshold, threshold_for, threshold_on
 from askbetter.clarifier.local import CLARIFIER_CONFIG
 from ctrl_c import ctrl_c_in, ctrl_c_once_moved_in, second_run_stopped
@@ -64,6 +64,16 @@ def test_calibrate_needs_an_adapter(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "needs an adapter" in capsys.readouterr().err
     assert main(["calibrate", str(path), "--adapter", str(tmp_path / "missing")]) == 1
     assert "missing does not exist" in capsys.readouterr().err
+
+
+def test_calibrate_names_a_missing_bundled_adapter(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package without the bundled adapter: calibrate says so (it read "not bundled")."""
+    monkeypatch.setattr(assets, "BUNDLED_ADAPTER_DIR", tmp_path / "adapter")
+    path = tmp_path / "dev.jsonl"
+    path.write_text(json.dumps(example(1, "pre", None, "clear")) + "\n")
+    assert main(["calibrate", str(path), "--adapter", "bundled"]) == 1
+    assert capsys.readouterr().err.endswith(f"not the bundled one: there is none in {tmp_path / 'adapter'}\n")
 
 
 class _ScoreByQuery:

@@ -139,8 +139,8 @@ class AnswerLogits:
 def answer_logits(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> AnswerLogits:
     """Run the decoder over the batch, then the language-model head at the answer's positions only
     (the labels, shifted by one): the head over every position (49,152 logits a token for
-    SmolLM2) computed logits the loss never reads, about 0.27 GiB of a CPU step's peak memory and
-    2% of its time (`scripts/bench_train_step.py`, README "Training"). `check_head` makes sure the
+    SmolLM2) computed logits the loss never reads, about 0.3 GiB of a CPU step's peak memory and
+    2 to 11% of its time (`scripts/bench_train_step.py`, README "Training"). `check_head` makes sure the
     model computes its logits so."""
     lm = _causal_lm(model)
     hidden = lm.get_decoder()(input_ids=batch["input_ids"],

@@ -18,6 +18,7 @@ import random
 import shlex
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,8 +146,16 @@ def answer_logits(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> Ans
     lm = _causal_lm(model)
     hidden = lm.get_decoder()(input_ids=batch["input_ids"],
                               attention_mask=batch["attention_mask"]).last_hidden_state
+    return at_answer_positions(hidden, batch, lm.get_output_embeddings())
+
+
+def at_answer_positions(per_position: torch.Tensor, batch: dict[str, torch.Tensor],
+                        head: Callable[[torch.Tensor], torch.Tensor] | None = None) -> AnswerLogits:
+    """The rows of `per_position` (batch, width, ...: hidden states, or logits when `head` is None)
+    at the positions that predict an answer token (the labels shifted by one), through `head`."""
     rows, cols = (batch["labels"][:, 1:] != -100).nonzero(as_tuple=True)
-    return AnswerLogits(lm.get_output_embeddings()(hidden[rows, cols]), batch["labels"][rows, cols + 1],
+    picked = per_position[rows, cols]
+    return AnswerLogits(picked if head is None else head(picked), batch["labels"][rows, cols + 1],
                         batch["first"][rows, cols + 1], rows)
 
 

@@ -32,6 +32,7 @@ from askbetter.clarifier.train import (
     AnswerLogits,
     TrainConfig,
     answer_logits,
+    at_answer_positions,
     collate,
     encode,
     make_batches,
@@ -43,9 +44,8 @@ from askbetter.settings import Settings
 def every_position(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> AnswerLogits:
     """The way before: the model's own forward (the head over every position), then the answer's
     positions read from its logits."""
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    rows, cols = (batch["labels"][:, 1:] != -100).nonzero(as_tuple=True)
-    return AnswerLogits(logits[rows, cols], batch["labels"][rows, cols + 1], batch["first"][rows, cols + 1], rows)
+    return at_answer_positions(model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits,
+                               batch)
 
 
 def main() -> None:

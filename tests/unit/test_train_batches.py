@@ -13,6 +13,7 @@ from askbetter.clarifier.train import (
     Encoded,
     TrainConfig,
     answer_logits,
+    at_answer_positions,
     check_head,
     check_resumable,
     collate,
@@ -178,9 +179,7 @@ def test_the_pair_margin_over_padded_rows_of_several_answer_tokens_is_the_full_l
     expected = (torch.relu(margin - (log_clear[0] - log_clear[1]))
                 + torch.relu(margin - (log_clear[2] - log_clear[3]))) / 2
     assert pair.item() == pytest.approx(expected.item(), rel=1e-5) and expected.item() > 0
-    rows, cols = (batch["labels"][:, 1:] != -100).nonzero(as_tuple=True)
-    full_loss, full_pair = losses(AnswerLogits(full[rows, cols], batch["labels"][rows, cols + 1],
-                                               batch["first"][rows, cols + 1], rows))
+    full_loss, full_pair = losses(at_answer_positions(full, batch))
     assert (full_loss.item(), full_pair.item()) == pytest.approx((loss.item(), pair.item()), rel=1e-5)
     (full_loss + full_pair).backward()
     for ours, theirs in zip(grads, (p.grad for p in model.parameters()), strict=True):

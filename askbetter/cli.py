@@ -57,8 +57,8 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings from the environment, overridden by the options given on the command line, checked
     as the graph checks its run context (`Settings.validate`)."""
-    names = ("collection", "chroma_path", "adapter", "threshold", "top_k", "max_rounds", "pre_check",
-             "post_check", "ask_mode")
+    names = ("base_model", "collection", "chroma_path", "adapter", "threshold", "top_k", "max_rounds",
+             "pre_check", "post_check", "ask_mode")
     given = {name: getattr(args, name, None) for name in names}
     try:
         settings = Settings.from_env(option_label=_option, **given)

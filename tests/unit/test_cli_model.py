@@ -138,6 +138,32 @@ def test_an_output_it_could_not_write_or_that_would_overwrite_data_is_refused_be
     assert data.read_text() == text and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("command", ["eval", "train"])
+@pytest.mark.parametrize(("value", "message"), [
+    ("bundled:smollm2", "--base-model names no bundled model: 'bundled:smollm2'"),
+    ("./no-such-model", "--base-model names the folder ./no-such-model, which does not exist"),
+])
+def test_a_base_model_option_is_checked_as_its_setting_is_before_any_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, command: str, value: str, message: str
+) -> None:
+    """`--base-model` is refused in one line naming the option, as ASKBETTER_BASE_MODEL is (it went
+    unchecked to the model's loading, where a `bundled:` name read as a malformed Hub id)."""
+    from askbetter.clarifier import evaluate, train
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(evaluate, "local_clarifier", no_model)
+    monkeypatch.setattr(train, "train", no_model)
+    line = json.dumps({"id": "a", "messages": [{"role": "user", "content": "q"}], "clarification": None}) + "\n"
+    for name in ("x.jsonl", "train.jsonl", "dev.jsonl"):
+        (tmp_path / name).write_text(line)
+    argv = (["eval", str(tmp_path / "x.jsonl"), "--no-questions"] if command == "eval"
+            else ["train", "--data-dir", str(tmp_path), "--out-dir", str(tmp_path / "run")])
+    assert main([*argv, "--base-model", value]) == 1
+    assert message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("existing", [False, True])
 def test_an_output_file_without_write_permission_is_refused(tmp_path: Path, monkeypatch, existing: bool) -> None:
     """The permission branch, with `os.access` saying what a user without write access would get

@@ -12,6 +12,7 @@ one line and exit 1, without a traceback.
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import os
 import sys
@@ -87,6 +88,14 @@ def require_utf8(text: str, what: str) -> None:
     surrogates, which the models' tokenizers refuse)."""
     if not encodes_as_utf8(text):
         raise UsageError(f"the {what} is not UTF-8 text: set the terminal's encoding to UTF-8")
+
+
+def read_undecodable_as_escapes(stream: Any) -> None:
+    """Have `stream` (a text stream read with `input()`) keep the bytes it cannot decode as
+    surrogate escapes, which `require_utf8` reports, as Python's stdin does under the C and POSIX
+    locales only: elsewhere (en_US.UTF-8, or PYTHONIOENCODING set) it raises UnicodeDecodeError."""
+    if isinstance(stream, io.TextIOWrapper):
+        stream.reconfigure(errors="surrogateescape")
 
 
 def check_adapter(settings: Settings) -> None:
@@ -186,6 +195,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     print(f"askbetter chat ({context['ask_mode']} mode, collection {settings.collection!r}); "
           "Ctrl-C stops a turn, /quit leaves")
     paused = False  # interrupt mode: the graph waits for the reply to its question
+    read_undecodable_as_escapes(sys.stdin)  # a line not in UTF-8 is reported, and the chat goes on
     while True:
         try:
             text = input(PROMPT).strip()

@@ -179,6 +179,18 @@ def test_chat_reports_a_line_that_is_not_utf8_and_goes_on(monkeypatch, capsys):
     assert [messages[-1]["content"] for _, messages, _ in clarifier.calls] == ["How do I turn on sync?"]
 
 
+def test_chat_reports_a_line_that_is_not_utf8_from_a_strict_stdin_and_goes_on(monkeypatch, capsys):
+    """Outside the C and POSIX locales (en_US.UTF-8, or PYTHONIOENCODING set) Python's stdin
+    raises UnicodeDecodeError on such a line: the chat stopped with a traceback."""
+    clarifier = ScriptedClarifier(pre=["Which product?"])
+    use_fake_graph(monkeypatch, clarifier)
+    data = b"Caf\xe9 hours?\nHow do I turn on sync?\n/quit\n"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="strict"))
+    assert cli.main(["chat"]) == 0
+    assert "askbetter: error: the message is not UTF-8 text" in capsys.readouterr().err
+    assert [messages[-1]["content"] for _, messages, _ in clarifier.calls] == ["How do I turn on sync?"]
+
+
 @pytest.mark.parametrize(
     "error",
     [

@@ -28,6 +28,7 @@ from askbetter.retrieval.loaders import (
     SourceDocument,
     load_file,
 )
+from askbetter.text import encodes_as_utf8
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -139,13 +140,17 @@ def _size(path: Path) -> int:
 
 def _read(path: Path, chunk_size: int, chunk_overlap: int, report: IngestReport) -> _FileChunks | None:
     """The file's chunks, or None when it cannot be used; skips and repeats go to `report`."""
+    file = str(path.resolve())
+    if not encodes_as_utf8(file):  # a name in bytes that are not UTF-8: Chroma cannot store it
+        shown = str(path).encode("utf-8", "backslashreplace").decode("utf-8")  # printable
+        report.skipped.append((shown, "its path is not UTF-8 text: rename the file"))
+        return None
     try:
         loaded = load_file(path)
     except SkipFile as exc:
         report.skipped.append((str(path), str(exc)))
         return None
     report.skipped.extend(loaded.skipped)
-    file = str(path.resolve())
     chunks: dict[str, tuple[str, Metadata]] = {}
     for document in loaded.documents:
         for index, text in enumerate(chunk_text(document.text, chunk_size, chunk_overlap)):

@@ -112,6 +112,19 @@ def test_bad_files_are_skipped_and_reported_while_the_rest_is_ingested(settings,
     assert "5/7 files ingested" in summary and "latin1.txt" in summary
 
 
+def test_a_file_whose_name_is_not_utf8_is_skipped_and_reported(settings, client, tmp_path):
+    """Its path, which the chunks' id and `file` metadata hold, stopped the ingestion with a
+    UnicodeEncodeError."""
+    (tmp_path / os.fsdecode(b"caf\xe9.md")).write_text("Caf\u00e9 opening hours are 8 to 18.\n")
+    (tmp_path / "parking.md").write_text("Parking is in garage B.\n")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    report = ingest(tmp_path, collection, progress=False)
+    assert collection.get()["documents"] == ["Parking is in garage B."]
+    assert report.skipped == [(f"{tmp_path}/caf\\udce9.md", "its path is not UTF-8 text: rename the file")]
+    assert "1/2 files ingested" in report.summary()
+    report.summary().encode("utf-8")  # printable
+
+
 def test_missing_path_is_a_clear_error(settings, client, tmp_path):
     collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
     with pytest.raises(RetrievalError, match="nowhere.md does not exist"):

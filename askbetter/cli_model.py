@@ -211,6 +211,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     check_adapter(settings)
     try:
+        if args.baselines:  # as run_baselines checks it, before the model libraries import
+            from askbetter.clarifier.assets import require_adapter
+
+            require_adapter(settings.adapter, "--baselines")
         return _evaluate(args, settings)
     except ValueError as exc:  # an empty file
         raise UsageError(str(exc)) from exc

@@ -156,10 +156,15 @@ def base_model_name(spec: str) -> str:
     return BUNDLED_BASE_MODEL_HUB_ID if spec == BUNDLED_BASE_MODEL else spec
 
 
+def names_no_adapter(spec: str) -> bool:
+    """Whether an adapter setting asks for none: `"none"` (any case, spaces around) or empty."""
+    return spec.strip().lower() in ("", "none")
+
+
 def resolve_adapter(spec: str | None) -> Path | None:
     """`"none"`/empty: no adapter. `"bundled"`: the adapter shipped in the package, or None with a
     warning while it is absent. Anything else: a PEFT adapter folder."""
-    if spec is None or spec.strip().lower() in ("", "none"):
+    if spec is None or names_no_adapter(spec):
         return None
     if spec == BUNDLED_ADAPTER:
         if (BUNDLED_ADAPTER_DIR / ADAPTER_CONFIG).is_file():

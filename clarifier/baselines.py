@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from askbetter.clarifier.assets import require_adapter
 from askbetter.clarifier.evaluate import (
     evaluate,
     fmt_decimal,
@@ -150,10 +151,12 @@ def run_baselines(
     """`askbetter eval FILE.jsonl --baselines [--no-questions]`: score always-clarify,
     never-clarify, the base model zero-shot and few-shot, and the adapter (default: the
     settings', i.e. the bundled one) on the first `limit` examples; write the reports as JSON and
-    the table as Markdown where asked; return the reports."""
-    examples = load_examples(path, limit)
+    the table as Markdown where asked; return the reports. ValueError, before any example is read,
+    where the adapter is none: its row would repeat the base model's."""
     settings = resolve_settings(settings, base_model)
     adapter = adapter or settings.adapter
+    require_adapter(adapter, "--baselines")
+    examples = load_examples(path, limit)
 
     def local(adapter: str, prompt_style: PromptStyle | None) -> Callable[[], Clarifier]:
         return lambda: local_clarifier(settings, adapter=adapter, prompt_style=prompt_style)

@@ -41,6 +41,7 @@ from typing import Any
 from tqdm import tqdm
 
 from askbetter.clarifier import metrics
+from askbetter.clarifier.assets import names_no_adapter
 from askbetter.clarifier.examples import Example, check_documents, check_limit, needs_clarification, read_examples
 from askbetter.clarifier.prompt import PromptStyle
 from askbetter.clarifier.types import Clarifier, Decision, Document, Message, stage_of
@@ -264,7 +265,7 @@ def local_clarifier(settings: Settings, *, adapter: str, prompt_style: PromptSty
 
 def system_name(adapter: str, prompt_style: str | None) -> str:
     """A short name for a local system: "adapter bundled", "base model, few-shot"..."""
-    name = "base model" if adapter == "none" else f"adapter {adapter}"
+    name = "base model" if names_no_adapter(adapter) else f"adapter {adapter}"
     return f"{name}, {prompt_style}" if prompt_style and prompt_style != "tuned" else name
 
 

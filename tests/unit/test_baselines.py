@@ -189,3 +189,18 @@ def test_run_baselines_rejects_an_empty_file(tmp_path):
     path.write_text("", encoding="utf-8")
     with pytest.raises(ValueError, match="no examples in"):
         bl.run_baselines(path, limit=None, settings=Settings())
+
+
+@pytest.mark.parametrize("adapter", ["none", " NONE "])
+def test_run_baselines_refuses_no_adapter_before_reading_the_examples(tmp_path, adapter):
+    """Without an adapter its row would repeat the base model's: refused, nothing read or written."""
+    json_out = tmp_path / "baselines.json"
+    with pytest.raises(ValueError, match='--baselines needs an adapter .* not ' + adapter):
+        bl.run_baselines(tmp_path / "missing.jsonl", limit=None, adapter=adapter, json_out=json_out,
+                         settings=Settings())
+    assert not json_out.exists()
+
+
+def test_a_system_without_an_adapter_is_named_the_base_model_whatever_the_case():
+    assert ev.system_name("None", "zero-shot") == "base model, zero-shot"
+    assert ev.system_name("bundled", None) == "adapter bundled"

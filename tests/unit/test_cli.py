@@ -79,6 +79,7 @@ def test_the_parser_and_a_usage_error_import_no_model_or_store_library(call):
     ["eval", "dev.jsonl", "--adapter", "missing"], ["calibrate", "dev.jsonl", "--adapter", "missing"],
     ["ingest", "missing"], ["eval", "dev.jsonl", "--limit", "0"],
     ["calibrate", "dev.jsonl", "--adapter", "bundled", "--limit", "-1"], ["calibrate", "dev.jsonl", "--adapter", "none"],
+    ["eval", "dev.jsonl", "--baselines", "--adapter", "None"],
 ])
 def test_an_error_in_the_arguments_is_reported_before_langchain_imports(argv, tmp_path):
     """A mistake the arguments show (a blank question, a bad option value or --limit, a missing

@@ -5,8 +5,8 @@
 # split is scored only with --test, once a candidate has passed on dev (choosing on test would
 # make its figures no longer held out).
 #
-#   bash scripts/judge_adapter.sh runs/s42/checkpoint runs/s42/judge          # dev and probes
-#   bash scripts/judge_adapter.sh runs/s42/checkpoint runs/s42/judge --test   # then the test split
+#   bash scripts/judge_adapter.sh runs/full/checkpoint runs/full/judge          # dev and probes
+#   bash scripts/judge_adapter.sh runs/full/checkpoint runs/full/judge --test   # then the test split
 #
 # SHIPPED_DEV_PREDICTIONS names the shipped adapter's `--predictions` on data/dev.unseen.jsonl
 # (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's); `make data` writes the data files.

@@ -1,0 +1,110 @@
+"""scripts/judge_adapter.sh: which scorings it runs, on what, and which it skips on a second run.
+
+The script runs in a stand-in repository whose `.venv/bin/askbetter` and `.venv/bin/python` log
+their arguments and write the files their options name, so the test sees the script's own logic
+(the adapter's copy, the skipped scorings, `--test`, paths resolved from another folder) without
+a model."""
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "judge_adapter.sh"
+
+# a stand-in for both commands: log the call, then make the files its options name (their folders
+# too, as the real ones do)
+STAND_IN = """#!/usr/bin/env bash
+echo "$(basename "$0") $*" >> "$CALLS"
+echo "accuracy 50.0%"  # what the script shows of a report
+make() { mkdir -p "$(dirname "$1")" && touch "$1"; }
+args=("$@")
+for i in "${!args[@]}"; do
+    case "${args[$i]}" in
+        --predictions|--json) make "${args[$((i + 1))]}" ;;
+    esac
+done
+case "$*" in
+    *smalltalk_prefix.py\\ write*) make "${args[3]}" ;;
+    *corpus_probe.py*) make "${args[1]}" ;;
+esac
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository with the script, stand-in commands and a checkpoint to judge."""
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(SCRIPT, root / "scripts" / SCRIPT.name)
+    (root / ".venv" / "bin").mkdir(parents=True)
+    for name in ("askbetter", "python"):
+        command = root / ".venv" / "bin" / name
+        command.write_text(STAND_IN)
+        command.chmod(command.stat().st_mode | stat.S_IXUSR)
+    checkpoint = root / "runs" / "full" / "checkpoint"
+    checkpoint.mkdir(parents=True)
+    for name in ("adapter_config.json", "adapter_model.safetensors", "trainer_state.pt"):
+        (checkpoint / name).write_text(name)
+    monkeypatch.setenv("CALLS", str(tmp_path / "calls.log"))
+    return root
+
+
+def _judge(repo: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SHIPPED_DEV_PREDICTIONS": "runs/eval/missing.pred.jsonl"}
+    return subprocess.run(["bash", str(repo / "scripts" / SCRIPT.name), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, check=False)
+
+
+def _calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "calls.log"
+    calls = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return calls
+
+
+def test_a_first_run_scores_dev_greetings_and_the_probe_on_a_copy_and_a_second_only_the_test(
+        repo: Path, tmp_path: Path) -> None:
+    # from another folder, with relative paths: they are resolved before the script moves
+    done = _judge(repo, "repo/runs/full/checkpoint", "repo/runs/full/judge", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = repo / "runs" / "full" / "judge"
+    scorings = [c for c in _calls(tmp_path) if c.startswith("askbetter")]
+    assert scorings == [
+        f"askbetter calibrate data/dev.unseen.jsonl --adapter {out}/adapter --predictions {out}/dev.pred.jsonl",
+        f"askbetter eval runs/eval/dev.greet.jsonl --adapter {out}/adapter --no-questions --limit 600 "
+        f"--predictions {out}/greet600.pred.jsonl",
+        f"askbetter eval runs/eval/corpus_probe.jsonl --adapter {out}/adapter --no-questions "
+        f"--json {out}/corpus.json --predictions {out}/corpus.pred.jsonl",
+    ]
+    assert "no runs/eval/missing.pred.jsonl" in done.stderr  # nothing to compare against
+    # calibrate writes into the copy, which leaves the optimizer's state behind
+    assert sorted(p.name for p in (out / "adapter").iterdir()) == ["adapter_config.json", "adapter_model.safetensors"]
+    assert (repo / "runs" / "full" / "checkpoint" / "trainer_state.pt").exists()
+
+    done = _judge(repo, str(repo / "runs/full/checkpoint"), str(out), "--test", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert [c for c in _calls(tmp_path) if c.startswith("askbetter")] == [
+        f"askbetter eval data/test.unseen.jsonl --adapter {out}/adapter --no-questions "
+        f"--json {out}/test.json --predictions {out}/test.pred.jsonl"]
+    done = _judge(repo, str(repo / "runs/full/checkpoint"), str(out), "--test", cwd=repo)
+    assert [c for c in _calls(tmp_path) if c.startswith("askbetter")] == []  # test.json is there
+
+
+def test_an_interrupted_copy_is_made_again(repo: Path, tmp_path: Path) -> None:
+    out = repo / "runs" / "full" / "judge"
+    (out / "adapter.partial").mkdir(parents=True)
+    (out / "adapter.partial" / "stale").write_text("from the copy a stop cut short")
+    assert _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo).returncode == 0
+    assert not (out / "adapter.partial").exists()
+    assert sorted(p.name for p in (out / "adapter").iterdir()) == ["adapter_config.json", "adapter_model.safetensors"]
+
+
+@pytest.mark.parametrize("args", [(), ("only-one",), ("a", "b", "--tests"), ("a", "b", "--test", "c")])
+def test_wrong_arguments_print_the_usage_and_run_nothing(repo: Path, tmp_path: Path, args: tuple[str, ...]) -> None:
+    done = _judge(repo, *args, cwd=repo)
+    assert done.returncode == 2 and done.stderr.startswith("usage: bash scripts/judge_adapter.sh")
+    assert _calls(tmp_path) == []

@@ -27,7 +27,7 @@ def run_check(
     When it makes it clear, the clarifier's question is dropped (a decision has one only when it asks).
     """
     dialog = to_dialog(messages)
-    decision = _reread(clarifier.check(dialog, documents), threshold)
+    decision = _reread(_plain(clarifier.check(dialog, documents), clarifier), threshold)
     if _wants_question(clarifier, decision):
         decision["question"] = clarifier.question(dialog, documents)  # type: ignore[attr-defined]
     return decision
@@ -43,18 +43,30 @@ async def arun_check(
     (`LocalClarifier` does: a cancelled run halts its question's generation), else its `check` and
     `question` in an executor thread, as LangGraph runs a sync node."""
     dialog = to_dialog(messages)
-    decision = _reread(await acall(clarifier, "check", dialog, documents), threshold)
+    decision = _reread(_plain(await acall(clarifier, "check", dialog, documents), clarifier), threshold)
     if _wants_question(clarifier, decision):
         decision["question"] = await acall(clarifier, "question", dialog, documents)
     return decision
 
 
-def _reread(checked: Decision, threshold: float | None) -> dict[str, Any]:
-    """The decision as a dict, re-read from its score at `threshold` when one is set (`run_check`)."""
-    decision = checked.to_dict()
+def _plain(checked: object, clarifier: Clarifier) -> dict[str, Any]:
+    """The clarifier's `Decision` as a dict of plain values, as the checkpointed state needs (a
+    clarifier computing with numpy gives `numpy.float32` scores and `numpy.bool_` decisions, which
+    LangGraph's checkpointers refuse to store); anything else than a `Decision` raises TypeError
+    naming what came back."""
+    if not isinstance(checked, Decision):
+        raise TypeError(f"{type(clarifier).__name__}.check returned {type(checked).__name__} "
+                        f"{str(checked)[:80]!r}, not an askbetter Decision")
+    question = checked.question
+    return {"needs_clarification": bool(checked.needs_clarification), "score": float(checked.score),
+            "question": None if question is None else str(question), "stage": str(checked.stage)}
+
+
+def _reread(decision: dict[str, Any], threshold: float | None) -> dict[str, Any]:
+    """The decision, re-read from its score at `threshold` when one is set (`run_check`)."""
     if threshold is None:
         return decision
-    decision["needs_clarification"] = checked.score >= threshold
+    decision["needs_clarification"] = decision["score"] >= threshold
     if not decision["needs_clarification"]:
         decision["question"] = None
     return decision

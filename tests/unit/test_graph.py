@@ -588,6 +588,47 @@ def test_a_retriever_returning_no_passage_list_is_a_clear_error(found, error):
     assert str(caught.value).startswith(f"Custom.search {error}")
 
 
+@pytest.mark.parametrize("way", ["invoke", "ainvoke"])
+def test_a_clarifiers_numpy_decision_is_checkpointed_as_plain_values(way):
+    """A clarifier scoring with numpy (a classifier's probability) gives `numpy.float32` scores
+    and `numpy.bool_` decisions, which the checkpointer refused to store ("not msgpack serializable")."""
+    import numpy as np
+
+    from askbetter.clarifier.types import Decision
+
+    class NumpyClarifier:
+        def check(self, messages, documents=None):
+            score = np.float32(0.9)
+            return Decision(needs_clarification=score >= 0.5, score=score, question=np.str_("Which product?"),
+                            stage="post" if documents else "pre")
+
+    graph = create_clarifying_rag(
+        clarifier=NumpyClarifier(), retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": way}}
+    run = graph.invoke if way == "invoke" else lambda *args: asyncio.run(graph.ainvoke(*args))
+    out = run(user("How do I turn on sync?"), config)
+    assert out["__interrupt__"][0].value == {"question": "Which product?", "score": pytest.approx(0.9), "stage": "pre", "round": 1}
+    decision = graph.get_state(config).values["pre_decision"]
+    assert [type(decision[key]) for key in ("needs_clarification", "score", "question")] == [bool, float, str]
+
+
+def test_a_clarifier_returning_no_decision_is_a_clear_error():
+    class DictClarifier:
+        def check(self, messages, documents=None):
+            return {"needs_clarification": False, "score": 0.1}
+
+    graph = create_clarifying_rag(
+        clarifier=DictClarifier(), retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
+    ).compile(checkpointer=InMemorySaver())
+    with pytest.raises(TypeError) as caught:
+        graph.invoke(user("How do I turn on sync?"), {"configurable": {"thread_id": "dict"}})
+    assert str(caught.value) == ("DictClarifier.check returned dict \"{'needs_clarification': False, 'score': 0.1}\", "
+                                 "not an askbetter Decision")
+
+
 def test_passages_without_title_or_id_are_listed_in_the_sources():
     class Custom:
         def search(self, query, k=4):

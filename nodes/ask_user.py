@@ -41,8 +41,10 @@ def ask_user(state: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def await_reply(state: Mapping[str, Any]) -> dict[str, Any]:
-    """Pause with the question `ask_user` just asked; the resume value is the user's reply."""
-    decision = state["messages"][-1].response_metadata[CLARIFICATION_METADATA]
+    """Pause with the question `ask_user` just asked; the resume value is the user's reply. The
+    question is read off the decision in the state, not the thread's last message: a caller may add
+    messages while the thread is paused (`Command(resume=..., update=...)`, `update_state`)."""
+    decision = pending_decision(state)
     reply = interrupt(
         {
             "question": decision["question"],

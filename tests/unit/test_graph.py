@@ -166,6 +166,18 @@ def test_a_resume_without_the_context_still_gets_the_reply():
     assert out["messages"][-1].text.startswith(ANSWER_TEXT) and retriever.queries == ["Nimbus Desktop"]
 
 
+def test_a_resume_that_also_adds_a_message_gets_the_reply():
+    """`Command(resume=..., update=...)` adds a message while the thread is paused: the paused node,
+    run again, read the question off the last message, and failed with a KeyError."""
+    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+    graph, retriever, config = build(clarifier)
+    graph.invoke(user("How do I turn on sync?"), config)
+    out = graph.invoke(Command(resume="Nimbus Desktop", update={"messages": [SystemMessage("Answer briefly.")]}), config)
+    assert [(m.type, m.text) for m in out["messages"][1:4]] == [
+        ("ai", "Which product?"), ("system", "Answer briefly."), ("human", "Nimbus Desktop")]
+    assert out["messages"][-1].text.startswith(ANSWER_TEXT) and retriever.queries == ["Nimbus Desktop"]
+
+
 # ---------------------------------------------------------------- message mode
 
 

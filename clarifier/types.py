@@ -6,7 +6,7 @@ These match the example schema in the design: a message is ``{"role", "content"}
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Literal, NotRequired, Protocol, TypedDict, runtime_checkable
 
 Stage = Literal["pre", "post"]
@@ -43,7 +43,11 @@ class Decision:
     stage: Stage
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        """The fields as plain `bool`, `float` and `str`, as a checkpointed state needs them: a
+        clarifier computing with numpy gives `numpy.float32` scores and `numpy.bool_` decisions,
+        which LangGraph's checkpointers refuse to store."""
+        return {"needs_clarification": bool(self.needs_clarification), "score": float(self.score),
+                "question": None if self.question is None else str(self.question), "stage": str(self.stage)}
 
 
 @runtime_checkable

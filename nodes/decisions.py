@@ -50,16 +50,12 @@ async def arun_check(
 
 
 def _plain(checked: object, clarifier: Clarifier) -> dict[str, Any]:
-    """The clarifier's `Decision` as a dict of plain values, as the checkpointed state needs (a
-    clarifier computing with numpy gives `numpy.float32` scores and `numpy.bool_` decisions, which
-    LangGraph's checkpointers refuse to store); anything else than a `Decision` raises TypeError
-    naming what came back."""
+    """The clarifier's `Decision` as a dict of plain values (`Decision.to_dict`); anything else
+    than a `Decision` raises TypeError naming what came back."""
     if not isinstance(checked, Decision):
         raise TypeError(f"{type(clarifier).__name__}.check returned {type(checked).__name__} "
                         f"{str(checked)[:80]!r}, not an askbetter Decision")
-    question = checked.question
-    return {"needs_clarification": bool(checked.needs_clarification), "score": float(checked.score),
-            "question": None if question is None else str(question), "stage": str(checked.stage)}
+    return checked.to_dict()
 
 
 def _reread(decision: dict[str, Any], threshold: float | None) -> dict[str, Any]:

@@ -325,6 +325,28 @@ def test_context_keys_of_a_parent_graph_or_a_server_are_ignored():
     assert out["messages"][-1].text.startswith(ANSWER_TEXT)
 
 
+def test_message_mode_in_a_subgraph_with_its_own_memory_reads_the_next_run_as_the_reply():
+    """README: compiled with `checkpointer=True`, the graph keeps its turn between the parent's
+    runs, so the reply is read as one (its one round spent: answered, not asked again)."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    clarifier = ScriptedClarifier(pre=["Which product?", "Which product?"], post=[None])
+    rag = create_clarifying_rag(
+        clarifier=clarifier, retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
+    ).compile(checkpointer=True)
+    parent = StateGraph(MessagesState)
+    parent.add_node("rag", rag)
+    parent.add_edge(START, "rag")
+    parent.add_edge("rag", END)
+    app = parent.compile(checkpointer=InMemorySaver())
+    config, context = {"configurable": {"thread_id": "parent"}}, {"ask_mode": "message"}
+    assert app.invoke(user("How do I turn on sync?"), config, context=context)["messages"][-1].text == "Which product?"
+    out = app.invoke(user("Nimbus Desktop"), config, context=context)
+    assert out["messages"][-1].text.startswith(ANSWER_TEXT)
+    assert [m.text for m in out["messages"]].count("Which product?") == 1
+
+
 def test_a_parent_graphs_dataclass_or_pydantic_context_is_read_by_its_fields():
     from dataclasses import dataclass
 

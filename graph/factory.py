@@ -88,8 +88,10 @@ def create_clarifying_rag(
         answer_model = local_chat_model(settings)
     max_query_chars = 2 * settings.max_input_tokens  # about half the model's budget, at ~4 chars a token
 
-    def read(runtime: Runtime[Context]) -> Context:
-        return resolve_context(runtime.context, defaults)
+    def read(runtime: Runtime[Context] | None) -> Context:
+        """The run's settings: its context over the graph's defaults (the defaults alone with no
+        runtime, as `update_state` runs the edges)."""
+        return resolve_context(runtime.context if runtime is not None else None, defaults)
 
     def rewrite_node(state: RagState) -> Update:
         if (store := start_turn(state)) is not None:
@@ -150,8 +152,11 @@ def create_clarifying_rag(
         return await aanswer(state, model=answer_model)
 
     def edge(route: Callable[[Mapping[str, Any], Context], str]) -> Callable[..., str]:
-        def branch(state: RagState, runtime: Runtime[Context]) -> str:
-            return route(state, read(runtime))
+        def branch(state: RagState) -> str:
+            # the runtime read off the run's config, not injected as a parameter: `update_state` (a
+            # LangGraph server's edit of a thread's state too) runs the edges with none, where an
+            # injected one is an error (langgraph#6340)
+            return route(state, read(get_runtime(Context)))
 
         return branch
 

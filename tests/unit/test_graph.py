@@ -178,6 +178,20 @@ def test_a_resume_that_also_adds_a_message_gets_the_reply():
     assert out["messages"][-1].text.startswith(ANSWER_TEXT) and retriever.queries == ["Nimbus Desktop"]
 
 
+@pytest.mark.parametrize("as_node", [None, "ask_user"])
+def test_a_paused_threads_state_edited_with_update_state_still_waits_for_the_reply(as_node):
+    """`update_state` (a LangGraph server's edit of a thread's state too) runs the edges after the
+    node it writes as without a run's runtime: an edge that took one as a parameter failed
+    ("Missing required config key", langgraph#6340)."""
+    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+    graph, retriever, config = build(clarifier)
+    graph.invoke(user("How do I turn on sync?"), config)
+    graph.update_state(config, {"messages": [SystemMessage("Answer briefly.")]}, as_node=as_node)
+    assert graph.get_state(config).next == ("await_reply",)
+    out = graph.invoke(Command(resume="Nimbus Desktop"), config)
+    assert out["messages"][-1].text.startswith(ANSWER_TEXT) and retriever.queries == ["Nimbus Desktop"]
+
+
 # ---------------------------------------------------------------- message mode
 
 

@@ -361,6 +361,29 @@ def test_message_mode_in_a_subgraph_with_its_own_memory_reads_the_next_run_as_th
     assert [m.text for m in out["messages"]].count("Which product?") == 1
 
 
+def test_a_subgraph_with_its_own_memory_does_not_ask_a_question_again_in_a_later_turn():
+    """README: compiled with `checkpointer=True`, the questions asked last for the parent's later
+    runs (compiled plainly, the third run here asks "Which product?" once more)."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    clarifier = ScriptedClarifier(pre=["Which product?"] * 3, post=[None] * 3)
+    rag = create_clarifying_rag(
+        clarifier=clarifier, retriever=StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT] * 2)), rewriter=echo_rewriter,
+        settings=Settings(),
+    ).compile(checkpointer=True)
+    parent = StateGraph(MessagesState)
+    parent.add_node("rag", rag)
+    parent.add_edge(START, "rag")
+    parent.add_edge("rag", END)
+    app = parent.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "parent"}}
+    assert "__interrupt__" in app.invoke(user("How do I turn on sync?"), config)
+    app.invoke(Command(resume="Nimbus Desktop"), config)
+    out = app.invoke(user("And on mobile?"), config)
+    assert "__interrupt__" not in out and out["messages"][-1].text.startswith(ANSWER_TEXT)
+
+
 def test_a_parent_graphs_dataclass_or_pydantic_context_is_read_by_its_fields():
     from dataclasses import dataclass
 

@@ -20,7 +20,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from askbetter.settings import MAX_TOP_K, Settings
 from askbetter.text import displayable, encodes_as_utf8, is_blank
@@ -90,7 +90,7 @@ def require_utf8(text: str, what: str) -> None:
         raise UsageError(f"the {what} is not UTF-8 text: set the terminal's encoding to UTF-8")
 
 
-def read_undecodable_as_escapes(stream: Any) -> None:
+def read_undecodable_as_escapes(stream: TextIO) -> None:
     """Have `stream` (a text stream read with `input()`) keep the bytes it cannot decode as
     surrogate escapes, which `require_utf8` reports, as Python's stdin does under the C and POSIX
     locales only: elsewhere (en_US.UTF-8, or PYTHONIOENCODING set) it raises UnicodeDecodeError."""

@@ -151,7 +151,7 @@ def create_clarifying_rag(
     async def aanswer_node(state: RagState) -> Update:
         return await aanswer(state, model=answer_model)
 
-    def edge(route: Callable[[Mapping[str, Any], Context], str]) -> Callable[..., str]:
+    def edge(route: Callable[[Mapping[str, Any], Context], str]) -> Callable[[RagState], str]:
         def branch(state: RagState) -> str:
             # the runtime read off the run's config, not injected as a parameter: `update_state` (a
             # LangGraph server's edit of a thread's state too) runs the edges with none, where an

@@ -316,21 +316,28 @@ def test_other_context_keys_are_ignored_without_a_warning(key):
         assert resolve_context({key: 1}, default_context(Settings())) == default_context(Settings())
 
 
-def test_context_keys_of_a_parent_graph_or_a_server_are_ignored():
-    """Run as a subgraph, the graph gets its parent's context; a LangGraph server copies
-    `configurable` (thread_id, user_id, ...) into the context."""
+def in_parent(clarifier, *, answers=1, subgraph_checkpointer=None, retriever=None, context_schema=None,
+              checkpointer=None):
+    """The graph (fakes around `clarifier`) compiled with `subgraph_checkpointer` as the one node
+    of a parent `MessagesState` graph, compiled with `checkpointer`."""
     from langgraph.graph import END, START, MessagesState, StateGraph
 
-    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
     rag = create_clarifying_rag(
-        clarifier=clarifier, retriever=StaticRetriever(PASSAGES),
-        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
-    ).compile()
-    parent = StateGraph(MessagesState)
+        clarifier=clarifier, retriever=retriever or StaticRetriever(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT] * answers)), rewriter=echo_rewriter,
+        settings=Settings(),
+    ).compile(checkpointer=subgraph_checkpointer)
+    parent = StateGraph(MessagesState, context_schema=context_schema)
     parent.add_node("rag", rag)
     parent.add_edge(START, "rag")
     parent.add_edge("rag", END)
-    app = parent.compile(checkpointer=InMemorySaver())
+    return parent.compile(checkpointer=checkpointer)
+
+
+def test_context_keys_of_a_parent_graph_or_a_server_are_ignored():
+    """Run as a subgraph, the graph gets its parent's context; a LangGraph server copies
+    `configurable` (thread_id, user_id, ...) into the context."""
+    app = in_parent(ScriptedClarifier(pre=["Which product?", None], post=[None]), checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "parent"}}
     context = {"user_id": "u1", "top_p": 0.9, "thread_id": "parent", "ask_mode": "message"}
     out = app.invoke(user("How do I turn on sync?"), config, context=context)
@@ -342,18 +349,8 @@ def test_context_keys_of_a_parent_graph_or_a_server_are_ignored():
 def test_message_mode_in_a_subgraph_with_its_own_memory_reads_the_next_run_as_the_reply():
     """README: compiled with `checkpointer=True`, the graph keeps its turn between the parent's
     runs, so the reply is read as one (its one round spent: answered, not asked again)."""
-    from langgraph.graph import END, START, MessagesState, StateGraph
-
-    clarifier = ScriptedClarifier(pre=["Which product?", "Which product?"], post=[None])
-    rag = create_clarifying_rag(
-        clarifier=clarifier, retriever=StaticRetriever(PASSAGES),
-        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
-    ).compile(checkpointer=True)
-    parent = StateGraph(MessagesState)
-    parent.add_node("rag", rag)
-    parent.add_edge(START, "rag")
-    parent.add_edge("rag", END)
-    app = parent.compile(checkpointer=InMemorySaver())
+    app = in_parent(ScriptedClarifier(pre=["Which product?", "Which product?"], post=[None]),
+                    subgraph_checkpointer=True, checkpointer=InMemorySaver())
     config, context = {"configurable": {"thread_id": "parent"}}, {"ask_mode": "message"}
     assert app.invoke(user("How do I turn on sync?"), config, context=context)["messages"][-1].text == "Which product?"
     out = app.invoke(user("Nimbus Desktop"), config, context=context)
@@ -364,19 +361,8 @@ def test_message_mode_in_a_subgraph_with_its_own_memory_reads_the_next_run_as_th
 def test_a_subgraph_with_its_own_memory_does_not_ask_a_question_again_in_a_later_turn():
     """README: compiled with `checkpointer=True`, the questions asked last for the parent's later
     runs (compiled plainly, the third run here asks "Which product?" once more)."""
-    from langgraph.graph import END, START, MessagesState, StateGraph
-
-    clarifier = ScriptedClarifier(pre=["Which product?"] * 3, post=[None] * 3)
-    rag = create_clarifying_rag(
-        clarifier=clarifier, retriever=StaticRetriever(PASSAGES),
-        answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT] * 2)), rewriter=echo_rewriter,
-        settings=Settings(),
-    ).compile(checkpointer=True)
-    parent = StateGraph(MessagesState)
-    parent.add_node("rag", rag)
-    parent.add_edge(START, "rag")
-    parent.add_edge("rag", END)
-    app = parent.compile(checkpointer=InMemorySaver())
+    app = in_parent(ScriptedClarifier(pre=["Which product?"] * 3, post=[None] * 3), answers=2,
+                    subgraph_checkpointer=True, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "parent"}}
     assert "__interrupt__" in app.invoke(user("How do I turn on sync?"), config)
     app.invoke(Command(resume="Nimbus Desktop"), config)
@@ -387,7 +373,6 @@ def test_a_subgraph_with_its_own_memory_does_not_ask_a_question_again_in_a_later
 def test_a_parent_graphs_dataclass_or_pydantic_context_is_read_by_its_fields():
     from dataclasses import dataclass
 
-    from langgraph.graph import END, START, MessagesState, StateGraph
     from pydantic import BaseModel
 
     @dataclass
@@ -401,15 +386,8 @@ def test_a_parent_graphs_dataclass_or_pydantic_context_is_read_by_its_fields():
 
     for schema in (ParentContext, ParentModel):
         retriever = StaticRetriever(PASSAGES)
-        rag = create_clarifying_rag(
-            clarifier=ScriptedClarifier(pre=[None], post=[None]), retriever=retriever,
-            answer_model=GenericFakeChatModel(messages=iter([ANSWER_TEXT])), rewriter=echo_rewriter, settings=Settings(),
-        ).compile()
-        parent = StateGraph(MessagesState, context_schema=schema)
-        parent.add_node("rag", rag)
-        parent.add_edge(START, "rag")
-        parent.add_edge("rag", END)
-        out = parent.compile().invoke(user("How do I turn on sync?"), context={"user_id": "u2"})
+        app = in_parent(ScriptedClarifier(pre=[None], post=[None]), retriever=retriever, context_schema=schema)
+        out = app.invoke(user("How do I turn on sync?"), context={"user_id": "u2"})
         assert out["messages"][-1].text == f"{ANSWER_TEXT}\n\nSources:\n[1] Sync in Nimbus Cloud (cloud-sync.md)", schema
 
 

@@ -525,9 +525,9 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     # the LoRA shape comes from the continued adapter, else from cfg; the weights from the
     # checkpoint when resuming, else from the continued adapter, else a fresh LoRA
     lora = LoraConfig.from_pretrained(str(init)) if init else LoraConfig(
-        r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-        target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
+        r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
     lora.inference_mode = False  # a saved adapter's config says True
+    lora.lora_dropout = cfg.lora_dropout  # a training option, a continued adapter's too
     with peft_quietly():
         model = get_peft_model(lm, lora)
     model.peft_config["default"].base_model_name_or_path = base_model_name(base)

@@ -89,7 +89,9 @@ class TrainConfig:
     warmup_share: float = _option(0.05, "the share of the steps spent warming up")
     lora_r: int = _option(16, "the LoRA rank (a fresh LoRA only)")
     lora_alpha: int = _option(32, "the LoRA alpha (a fresh LoRA only)")
-    lora_dropout: float = _option(0.05, "the LoRA dropout (a fresh LoRA only)")
+    lora_dropout: float = _option(0.05, "the LoRA dropout while training, a continued adapter's too (0: "
+                                        "off, a CPU step about 0.6x as long: scripts/bench_train_step.py "
+                                        "--compare dropout)")
     target_modules: tuple[str, ...] = _option(
         ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
         "the modules the LoRA adapts (a fresh LoRA only)")
@@ -101,7 +103,7 @@ class TrainConfig:
     device: str = _option("cpu", "cpu, cuda, cuda:N or mps")
     max_steps: int = _option(0, "stop after this many steps (0: no limit; for smoke tests)")
     init_adapter: str = _option("", "continue training this adapter (bundled, or a PEFT folder) instead of "
-                                    "a fresh LoRA, keeping its LoRA shape (the lora_* options and "
+                                    "a fresh LoRA, keeping its LoRA shape (--lora-r, --lora-alpha and "
                                     "--target-modules are then ignored); empty: a fresh LoRA")
 
     def __post_init__(self) -> None:

@@ -101,8 +101,10 @@ def test_train_continues_an_existing_adapter(tmp_path: Path) -> None:
     build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False)
     cfg = TrainConfig(data_dir=tmp_path / "data", out_dir=tmp_path / "run", max_examples=4,
                       dev_examples=2, max_input_tokens=64, batch_tokens=256, max_batch_size=2,
-                      max_steps=1, lr=1e-6, lora_r=4, init_adapter="bundled")
+                      max_steps=1, lr=1e-6, lora_r=4, lora_dropout=0.0, init_adapter="bundled")
     adapter = train(cfg)
+    # the dropout is a training option, a continued adapter's too (the bundled one's is 0.05)
+    assert json.loads((adapter / "adapter_config.json").read_text())["lora_dropout"] == 0.0
     before = load_file(BUNDLED_ADAPTER_DIR / "adapter_model.safetensors")
     after = load_file(adapter / "adapter_model.safetensors")
     assert before.keys() == after.keys()

@@ -148,6 +148,8 @@ class Settings:
                              f"not {self.chunk_overlap} with chunk_size {self.chunk_size}")
         for name, bundled in BUNDLED_MODELS.items():
             spec = getattr(self, name)
+            if not spec.strip() and name != "answer_model":  # an empty answer_model: the base model
+                raise ValueError(f"{label(name)} is empty: name a Hugging Face id, a model folder or {bundled!r}")
             _check_model_folder(label(name), spec)
             if spec.startswith("bundled:") and spec != bundled:
                 raise ValueError(f"{label(name)} names no bundled model: {spec!r}; the bundled one is {bundled!r}")

@@ -142,6 +142,7 @@ def test_an_output_it_could_not_write_or_that_would_overwrite_data_is_refused_be
 @pytest.mark.parametrize(("value", "message"), [
     ("bundled:smollm2", "--base-model names no bundled model: 'bundled:smollm2'"),
     ("./no-such-model", "--base-model names the folder ./no-such-model, which does not exist"),
+    ("", "--base-model is empty: name a Hugging Face id, a model folder or 'bundled:smollm2-135m-instruct'"),
 ])
 def test_a_base_model_option_is_checked_as_its_setting_is_before_any_model_loads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, command: str, value: str, message: str

@@ -209,12 +209,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     check_examples_and_limit(args.file, args.limit)
     check_output_files(args.file, json=args.json_out, predictions=args.predictions, markdown=args.markdown)
     settings = settings_from(args)
-    check_adapter(settings)
     try:
-        if args.baselines:  # as run_baselines checks it, before the model libraries import
+        if args.baselines:  # as run_baselines checks it (an adapter there), before the model libraries import
             from askbetter.clarifier.assets import require_adapter
 
             require_adapter(settings.adapter, "--baselines")
+        else:
+            check_adapter(settings)
         return _evaluate(args, settings)
     except ValueError as exc:  # an empty file
         raise UsageError(str(exc)) from exc

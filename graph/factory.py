@@ -88,9 +88,11 @@ def create_clarifying_rag(
         answer_model = local_chat_model(settings)
     max_query_chars = 2 * settings.max_input_tokens  # about half the model's budget, at ~4 chars a token
 
-    def read(runtime: Runtime[Context] | None) -> Context:
-        """The run's settings: its context over the graph's defaults (the defaults alone with no
-        runtime, as `update_state` runs the edges)."""
+    def run_context() -> Context:
+        """The run's settings: its context over the graph's defaults, off the runtime in the run's
+        config (`get_runtime`; the defaults alone where there is none, as `update_state` runs the
+        edges)."""
+        runtime: Runtime[Context] | None = get_runtime(Context)
         return resolve_context(runtime.context if runtime is not None else None, defaults)
 
     def rewrite_node(state: RagState) -> Update:
@@ -133,11 +135,11 @@ def create_clarifying_rag(
     def threshold() -> float | None:
         """The run's threshold, read in a node that is a `TwoWayNode` (LangGraph passes a runnable
         no `runtime`)."""
-        return read(get_runtime(Context))["threshold"]
+        return run_context()["threshold"]
 
     def top_k() -> int:
         """The run's `top_k`, read as `threshold` is."""
-        return read(get_runtime(Context))["top_k"]
+        return run_context()["top_k"]
 
     def ask_user_node(state: RagState) -> Update:
         return ask_user(state)
@@ -156,7 +158,7 @@ def create_clarifying_rag(
             # the runtime read off the run's config, not injected as a parameter: `update_state` (a
             # LangGraph server's edit of a thread's state too) runs the edges with none, where an
             # injected one is an error (langgraph#6340)
-            return route(state, read(get_runtime(Context)))
+            return route(state, run_context())
 
         return branch
 

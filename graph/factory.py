@@ -142,7 +142,7 @@ def create_clarifying_rag(
         return run_context()["top_k"]
 
     def ask_user_node(state: RagState) -> Update:
-        return ask_user(state)
+        return ask_user(state, run_context()["ask_mode"])
 
     def await_reply_node(state: RagState) -> Update:
         return await_reply(state)

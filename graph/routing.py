@@ -78,5 +78,8 @@ def after_post_check(state: Mapping[str, Any], ctx: Context) -> Literal["ask_use
 
 
 def after_ask_user(state: Mapping[str, Any], ctx: Context) -> Literal["await_reply", "__end__"]:
-    """Interrupt mode waits for the reply (then goes round again); message mode ends the turn."""
-    return AWAIT_REPLY if ctx["ask_mode"] == "interrupt" else cast(Literal["__end__"], END)  # LangGraph's is a str
+    """Interrupt mode waits for the reply (then goes round again); message mode ends the turn. The
+    mode is the one the question was asked in (stored by `ask_user`): `update_state` runs this edge
+    with the graph's settings, not the run's (langgraph#6340)."""
+    mode = state.get("ask_mode") or ctx["ask_mode"]  # a thread checkpointed before it was stored
+    return AWAIT_REPLY if mode == "interrupt" else cast(Literal["__end__"], END)  # LangGraph's is a str

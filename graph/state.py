@@ -15,6 +15,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
 from askbetter.retrieval.types import Passage
+from askbetter.settings import AskMode
 
 
 class DecisionDict(TypedDict):
@@ -37,6 +38,7 @@ class RagState(TypedDict, total=False):
     clarification_rounds: int  # questions asked in the current user turn
     asked_questions: list[str]  # every question asked in this thread, never asked twice
     awaiting_reply: bool  # the last AI message is a clarification question
+    ask_mode: AskMode  # the run's `ask_mode` when the last question was asked (routes after it)
 
 
 class InputState(TypedDict):

@@ -17,6 +17,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, convert_to_messages
 from langgraph.types import interrupt
 
+from askbetter.settings import AskMode
+
 #: the question's AI message carries its decision under this `response_metadata` key
 CLARIFICATION_METADATA = "askbetter_clarification"
 
@@ -29,7 +31,9 @@ def pending_decision(state: Mapping[str, Any]) -> dict[str, Any]:
     return decision
 
 
-def ask_user(state: Mapping[str, Any]) -> dict[str, Any]:
+def ask_user(state: Mapping[str, Any], ask_mode: AskMode) -> dict[str, Any]:
+    """Add the pending question to the thread, with the run's `ask_mode` it is asked in (the edge
+    after it reads that, as `update_state` runs it without the run's context)."""
     decision = pending_decision(state)
     question: str = decision["question"]
     return {
@@ -37,6 +41,7 @@ def ask_user(state: Mapping[str, Any]) -> dict[str, Any]:
         "clarification_rounds": state.get("clarification_rounds", 0) + 1,
         "asked_questions": [*state.get("asked_questions", []), question],
         "awaiting_reply": True,
+        "ask_mode": ask_mode,
     }
 
 

@@ -192,6 +192,21 @@ def test_a_paused_threads_state_edited_with_update_state_still_waits_for_the_rep
     assert out["messages"][-1].text.startswith(ANSWER_TEXT) and retriever.queries == ["Nimbus Desktop"]
 
 
+@pytest.mark.parametrize(("built", "run", "waits"), [("message", "interrupt", True), ("interrupt", "message", False)])
+def test_update_state_keeps_the_ask_mode_the_question_was_asked_in(built, run, waits):
+    """`update_state` routes after `ask_user` without the run's context: by the graph's `ask_mode`,
+    a thread paused in interrupt mode on a graph built for message mode ended (its resume dropped),
+    and a message-mode thread on an interrupt-mode graph was shown waiting in `await_reply`."""
+    clarifier = ScriptedClarifier(pre=["Which product?", None], post=[None])
+    graph, retriever, config = build(clarifier, ask_mode=built)
+    graph.invoke(user("How do I turn on sync?"), config, context={"ask_mode": run})
+    graph.update_state(config, {"messages": [SystemMessage("Answer briefly.")]}, as_node="ask_user")
+    assert graph.get_state(config).next == (("await_reply",) if waits else ())
+    reply = Command(resume="Nimbus Desktop") if waits else user("Nimbus Desktop")
+    out = graph.invoke(reply, config, context={"ask_mode": run})
+    assert out["messages"][-1].text.startswith(ANSWER_TEXT) and retriever.queries == ["Nimbus Desktop"]
+
+
 # ---------------------------------------------------------------- message mode
 
 

@@ -55,6 +55,12 @@ def test_after_ask_user_follows_ask_mode(mode, expected):
     assert routing.after_ask_user({}, ctx(ask_mode=mode)) == expected
 
 
+@pytest.mark.parametrize("asked_in, expected", [("interrupt", routing.AWAIT_REPLY), ("message", END)])
+def test_after_ask_user_follows_the_mode_the_question_was_asked_in(asked_in, expected):
+    other = "message" if asked_in == "interrupt" else "interrupt"
+    assert routing.after_ask_user({"ask_mode": asked_in}, ctx(ask_mode=other)) == expected
+
+
 def test_rounds_bound_blocks_asking():
     state = {"pre_decision": ASKS, "clarification_rounds": 1}
     assert routing.after_pre_check(state, ctx(max_rounds=1)) == routing.RETRIEVE

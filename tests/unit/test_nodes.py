@@ -133,11 +133,11 @@ def test_run_check_at_a_threshold_that_still_asks_keeps_the_clarifiers_question(
 def test_ask_user_returns_the_question_as_an_ai_message():
     decision = {"needs_clarification": True, "score": 0.8, "question": "Which office?", "stage": "post"}
     out = ask_user({"pre_decision": None, "post_decision": decision, "asked_questions": ["Earlier?"],
-                    "clarification_rounds": 0})
+                    "clarification_rounds": 0}, "message")
     assert [m.text for m in out["messages"]] == ["Which office?"]
     assert out["messages"][0].response_metadata["askbetter_clarification"] == decision
     assert out["asked_questions"] == ["Earlier?", "Which office?"] and out["clarification_rounds"] == 1
-    assert out["awaiting_reply"] is True
+    assert out["awaiting_reply"] is True and out["ask_mode"] == "message"
 
 
 def test_ask_user_without_a_question_is_an_error():

@@ -127,8 +127,9 @@ def check_output_folders(**paths: Path) -> None:
 
 def _check_outputs(paths: Mapping[str, Path | None], folders: bool) -> None:
     """What `check_output_files` (`folders` False) and `check_output_folders` check. Writing
-    needs permission on the path when it exists, else on the nearest folder above it; writing
-    into a folder needs permission to enter it (search) too."""
+    needs permission on the path when it exists, else on the nearest folder above it; an output
+    file that exists needs it on its folder too, where its temp file is written
+    (`askbetter.text.write_lines`); writing into a folder needs permission to enter it (search) too."""
     wanted, other = ("folder", "file") if folders else ("file", "folder")
     for option, path in paths.items():
         if path is None:
@@ -137,15 +138,16 @@ def _check_outputs(paths: Mapping[str, Path | None], folders: bool) -> None:
         if path.exists():
             if path.is_dir() != folders:
                 raise UsageError(f"{flag} is a {other}: name a {wanted}")
-            writable = path
+            places = [path] if folders else [path, path.absolute().parent]
         else:  # absolute: a relative path's parents end before the working folder's (`.` has none)
-            writable = nearest_existing(path.absolute())
-            if not writable.is_dir():
-                raise UsageError(f"{flag}: {writable} is a file, not a folder")
-        if not os.access(writable, os.W_OK):
-            raise UsageError(f"{flag}: no permission to write there")
-        if writable.is_dir() and not os.access(writable, os.X_OK):
-            raise UsageError(f"{flag}: no permission to enter {writable}")
+            places = [nearest_existing(path.absolute())]
+            if not places[0].is_dir():
+                raise UsageError(f"{flag}: {places[0]} is a file, not a folder")
+        for writable in places:
+            if not os.access(writable, os.W_OK):
+                raise UsageError(f"{flag}: no permission to write there")
+            if writable.is_dir() and not os.access(writable, os.X_OK):
+                raise UsageError(f"{flag}: no permission to enter {writable}")
 
 
 def check_examples_and_limit(file: Path, limit: int | None) -> None:

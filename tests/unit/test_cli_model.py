@@ -186,6 +186,22 @@ def test_an_output_file_without_write_permission_is_refused(tmp_path: Path, monk
     check_output_files(tmp_path / "examples.jsonl", json=tmp_path / "ok" / "other.json")  # a writable place passes
 
 
+def test_an_existing_output_file_in_a_folder_without_write_permission_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file is replaced by a temp file written beside it: a file the user may write, in a folder
+    they may not, passed the check and failed once the run had scored every example."""
+    from askbetter.cli import UsageError
+    from askbetter.cli_model import check_output_files
+
+    out = tmp_path / "report.json"
+    out.write_text("{}")
+    _deny_writing(monkeypatch, tmp_path)
+    with pytest.raises(UsageError, match=f"--json {out}: no permission to write there"):
+        check_output_files(tmp_path / "examples.jsonl", json=out)
+    assert out.read_text() == "{}"
+
+
 @pytest.mark.parametrize(("command", "option"), [(["train", "--data-dir", "no-data"], "--out-dir"),
                                                  (["data", "build", str(FIXTURE_RAW)], "--out")])
 def test_an_output_folder_that_is_a_file_or_under_one_is_refused_before_any_data_is_read(

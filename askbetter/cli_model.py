@@ -164,12 +164,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     check_examples_and_limit(args.file, args.limit)
     check_output_files(args.file, predictions=args.predictions)
     settings = settings_from(args)
-    from askbetter.clarifier.assets import require_adapter
+    from askbetter.clarifier.assets import CLARIFIER_CONFIG, require_adapter
 
     try:
-        require_adapter(settings.adapter, "calibrate")
+        folder = require_adapter(settings.adapter, "calibrate")
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    # the adapter's clarifier config is an output too: where the threshold is stored
+    check_output_files(args.file, adapter=folder / CLARIFIER_CONFIG, predictions=args.predictions)
     from askbetter.clarifier.calibrate import run_calibrate  # once the arguments passed: it imports torch
     from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 

@@ -131,6 +131,34 @@ def test_calibrate_refuses_one_label_and_an_unwritable_output_and_keeps_the_thre
     assert (folder / CLARIFIER_CONFIG).read_text() == before
 
 
+def test_calibrate_refuses_an_adapter_config_it_could_not_write_or_predictions_over_it_before_scoring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    """The threshold is stored in the adapter's config, an output like `--predictions`: predictions
+    named as that file were lost under the config with no word, and an adapter folder the user may
+    not write failed once every example was scored."""
+    import os
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(evaluate, "local_clarifier", no_model)
+    folder = _adapter_folder(tmp_path, 0.241)
+    before = (folder / CLARIFIER_CONFIG).read_text()
+    mixed = _write(tmp_path / "mixed.jsonl", [example(1, "pre", "Which one?", "ambiguous", "which one"),
+                                              example(2, "pre", None, "clear")])
+    config = folder / CLARIFIER_CONFIG
+    assert main(["calibrate", str(mixed), "--adapter", str(folder), "--predictions", str(config)]) == 1
+    assert (f"--predictions {config} is the file of --adapter, which it would overwrite"
+            in capsys.readouterr().err)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: real_access(path, mode) and not (
+        Path(path).resolve() == folder.resolve() and mode & os.W_OK))
+    assert main(["calibrate", str(mixed), "--adapter", str(folder)]) == 1
+    assert f"--adapter {config}: no permission to write there" in capsys.readouterr().err
+    assert config.read_text() == before
+
+
 @pytest.mark.parametrize("when", ["while the adapter's config is read", "between the two files' renames"])
 def test_calibrate_stopped_leaves_threshold_and_predictions_of_one_run(tmp_path: Path, monkeypatch, when) -> None:
     """A Ctrl-C once the predictions were written left them beside the last run's threshold:

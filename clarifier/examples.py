@@ -147,7 +147,7 @@ def iter_examples(path: str | Path) -> Iterator[Example]:
                 continue
             try:
                 yield validate_example(json.loads(line), default_id=f"line-{lineno}")
-            except ValueError as exc:  # json.JSONDecodeError is one
+            except (ValueError, RecursionError) as exc:  # json.JSONDecodeError is one; JSON nested too deep
                 raise ExampleFormatError(f"{path}:{lineno}: not a valid example: {exc}") from exc
 
 

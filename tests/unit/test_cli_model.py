@@ -98,7 +98,10 @@ def test_a_malformed_exclude_is_a_clear_error(tmp_path: Path, capsys: pytest.Cap
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize(("content", "message"), [("", "no examples"), ('{"id": 1\n', ":1: not a valid example")])
+@pytest.mark.parametrize(("content", "message"), [
+    ("", "no examples"), ('{"id": 1\n', ":1: not a valid example"),
+    ("[" * 100_000 + "\n", ":1: not a valid example: maximum recursion depth exceeded"),  # was a traceback
+])
 def test_eval_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str) -> None:
     path = tmp_path / "x.jsonl"
     path.write_text(content)

@@ -46,6 +46,7 @@ _RANGES: dict[str, _Range] = {
     "lora_r": _Range(1), "lora_alpha": _Range(0, low_open=True),
     "lora_dropout": _Range(0, 1, high_open=True), "first_token_weight": _Range(0),
     "checkpoint_every": _Range(1), "threads": _Range(0), "max_steps": _Range(0),
+    "seed": _Range(-(2**63), 2**64 - 1),  # what torch.manual_seed takes
 }
 
 

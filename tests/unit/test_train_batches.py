@@ -334,6 +334,17 @@ def test_an_infinite_option_value_is_refused(name: str) -> None:
         TrainConfig(**{name: float("inf")})
 
 
+def test_a_seed_torch_cannot_take_is_refused() -> None:
+    """torch's seed is a 64-bit number: a larger --seed stopped the run with torch's traceback
+    ("Overflow when unpacking long long"); the bounds themselves are seeds torch takes."""
+    for seed in (-(2**63), -5, 2**64 - 1):
+        TrainConfig(seed=seed)
+        torch.Generator().manual_seed(seed)
+    for seed in (2**64, -(2**63) - 1, 10**23):
+        with pytest.raises(ValueError, match=f"seed must lie in \\[{-(2**63)}, {2**64 - 1}\\], not {seed}"):
+            TrainConfig(seed=seed)
+
+
 def test_a_run_without_dev_examples_finishes_without_scikit_learn(tmp_path, monkeypatch) -> None:
     """`--dev-examples 0` (every GPU job's option) picks no threshold, so the end of the run needs
     none of the metrics' packages: the lent GPU machine has torch, transformers and peft, and

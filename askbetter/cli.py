@@ -305,7 +305,8 @@ _USER_ERRORS_OF: dict[str, tuple[str, ...]] = {
     "askbetter.clarifier.source_common": ("RawDataError",),
     "askbetter.clarifier.data_build": ("UnknownGroup",),
     "askbetter.clarifier.assets": ("ModelPackageMissing", "ModelNotFound"),
-    "askbetter.clarifier.train": ("CheckpointMismatch", "UnknownTargetModules", "UnsupportedHead"),
+    "askbetter.clarifier.train": ("CheckpointMismatch", "CheckpointDamaged", "UnknownTargetModules",
+                                  "UnsupportedHead"),
 }
 
 

@@ -228,6 +228,29 @@ class CheckpointMismatch(ValueError):
     """A checkpoint that a run with these data and options cannot continue."""
 
 
+class CheckpointDamaged(ValueError):
+    """A checkpoint whose files cannot be read (cut off, edited or missing): no run can resume it."""
+
+
+def load_checkpoint(ckpt: Path) -> dict[str, Any]:
+    """The trainer state of the checkpoint a run resumes (`trainer_state.pt`), read before the model
+    loads, the adapter's files beside it checked too (`check_adapter_files`): CheckpointDamaged
+    naming the file that cannot be read (torch and safetensors stopped the run with a traceback
+    once the model had loaded)."""
+    from askbetter.clarifier.assets import ModelNotFound, check_adapter_files
+
+    then = f"the run cannot resume from {ckpt}: move it away, and the same command starts again from step 0"
+    state = ckpt / "trainer_state.pt"
+    try:
+        check_adapter_files(ckpt)
+        return torch.load(state, weights_only=False)
+    except ModelNotFound as exc:
+        raise CheckpointDamaged(f"{exc}; {then}") from exc
+    except Exception as exc:  # the unpickler's or the zip reader's error, whatever the damage
+        first_line = next(iter(str(exc).strip().splitlines()), type(exc).__name__)
+        raise CheckpointDamaged(f"{state} is corrupt or truncated ({first_line}); {then}") from exc
+
+
 class UnknownTargetModules(ValueError):
     """A LoRA target module (`--target-modules`) that names no layer of the base model."""
 
@@ -516,6 +539,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     if saved is not None:
         check_same_options(saved.get("training", {}).get("config", {}), cfg, ckpt)
     check_adapter_kept(cfg, adapter_config(cfg.out_dir / "adapter"), saved)
+    trainer_state = load_checkpoint(ckpt) if resuming else None
 
     base = cfg.base_model or settings.base_model
     lm, tokenizer = load_base(base, settings.cache_dir, settings.dtype, cfg.device)
@@ -559,14 +583,13 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(total * cfg.warmup_share), total)
     state: dict[str, Any] = {"step": 0, "tokens": 0, "seconds": 0.0, "loss_ema": None}
-    if resuming:
-        saved = torch.load(ckpt / "trainer_state.pt", weights_only=False)
-        check_resumable(saved, digests, ckpt)
-        optimizer.load_state_dict(saved.pop("optimizer"))
-        scheduler.load_state_dict(saved.pop("scheduler"))
-        if "rng" in saved:  # checkpoints written before it was kept have none
-            set_rng_state(saved["rng"], cfg.device)
-        state.update(saved)
+    if trainer_state is not None:
+        check_resumable(trainer_state, digests, ckpt)
+        optimizer.load_state_dict(trainer_state.pop("optimizer"))
+        scheduler.load_state_dict(trainer_state.pop("scheduler"))
+        if "rng" in trainer_state:  # checkpoints written before it was kept have none
+            set_rng_state(trainer_state["rng"], cfg.device)
+        state.update(trainer_state)
         log.warning("Resuming from %s at step %d/%d", ckpt, state["step"], total)
     cfg.out_dir.mkdir(parents=True, exist_ok=True)  # only now: a run refused above writes nothing
     (cfg.out_dir / "train_config.json").write_text(json.dumps(cfg.to_json(), indent=2))

@@ -381,6 +381,18 @@ def one_example_data(tmp_path: Path) -> Path:
     return data
 
 
+def whole_checkpoint_files(folder: Path) -> None:
+    """The files a resumed run reads from its checkpoint, whole (and empty): the PEFT config, the
+    weights, the trainer state."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "adapter_config.json").write_text("{}")
+    save_file({}, str(folder / "adapter_model.safetensors"))
+    torch.save({"step": 0}, folder / "trainer_state.pt")
+
+
 def train_tiny(data: Path, run: Path, monkeypatch: pytest.MonkeyPatch, *options: str) -> int:
     """`askbetter train` on `data` into `run` for one step with a tiny random model (fast)."""
     import askbetter.clarifier.assets as assets
@@ -473,7 +485,7 @@ def test_train_refuses_a_checkpoint_of_other_options_before_the_model_loads(
     data, run = one_example_data(tmp_path), tmp_path / "run"
     trained = TrainConfig(data_dir=data, out_dir=run, lr=3e-4, epochs=1, threads=2).to_json()
     (run / "checkpoint").mkdir(parents=True)
-    (run / "checkpoint" / "trainer_state.pt").write_bytes(b"state")
+    whole_checkpoint_files(run / "checkpoint")
     (run / "checkpoint" / "askbetter_clarifier.json").write_text(json.dumps({"training": {"config": trained}}))
     kept = sorted(run.rglob("*"))
     argv = ["train", "--data-dir", str(data), "--out-dir", str(run), "--epochs", "2"]
@@ -484,6 +496,44 @@ def test_train_refuses_a_checkpoint_of_other_options_before_the_model_loads(
     assert sorted(run.rglob("*")) == kept
     with pytest.raises(AssertionError, match="the model loaded"):
         main([*argv, "--threads", "1"])  # the same options go on to load the model
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    ("trainer_state.pt", "trainer_state.pt is corrupt or truncated (PytorchStreamReader failed"),
+    ("empty trainer_state.pt", "trainer_state.pt is corrupt or truncated (Ran out of input)"),
+    ("adapter_model.safetensors", "adapter_model.safetensors is corrupt or truncated"),
+    ("no adapter_model.safetensors", "has no adapter_model.safetensors: the adapter's weights are missing"),
+])
+def test_train_refuses_a_damaged_checkpoint_in_one_line_before_the_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, damage: str, message: str
+) -> None:
+    """A checkpoint file cut off stopped the resumed run with torch's or safetensors' traceback once
+    the model had loaded: refused in one line naming the file, the run folder kept."""
+    import askbetter.clarifier.assets as assets
+
+    data, run = one_example_data(tmp_path), tmp_path / "run"
+    assert train_tiny(data, run, monkeypatch, "--dev-examples", "0") == 0
+    ckpt = run / "checkpoint"
+    name = damage.split()[-1]
+    if damage.startswith("no "):
+        (ckpt / name).unlink()
+    else:
+        (ckpt / name).write_bytes(b"" if damage.startswith("empty ") else (ckpt / name).read_bytes()[:100])
+    kept = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model loaded")
+
+    monkeypatch.setattr(assets, "load_base", no_model)
+    capsys.readouterr()
+    argv = ["train", "--data-dir", str(data), "--out-dir", str(run), "--dev-examples", "0", "--target-modules",
+            "q_proj", "--max-steps", "2"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"askbetter: error: {ckpt}") and err.count("\n") == 1 and message in err
+    assert err.endswith(f"the run cannot resume from {ckpt}: move it away, and the same command starts again "
+                        "from step 0\n")
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == kept
 
 
 def test_train_refuses_target_modules_the_base_model_lacks_before_anything_is_written(
@@ -588,7 +638,7 @@ def test_train_keeps_a_finished_run_s_adapter_before_the_model_loads(
                          ("adapter", {"threshold": 0.4, "calibration": {"file": "mine.jsonl"}, "training": training})]:
         (run / folder).mkdir(parents=True)
         (run / folder / "askbetter_clarifier.json").write_text(json.dumps(meta))
-    (run / "checkpoint" / "trainer_state.pt").write_bytes(b"state")
+    whole_checkpoint_files(run / "checkpoint")
     kept = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
     argv = ["train", "--data-dir", str(data), "--out-dir", str(run), "--max-steps", "2", "--dev-examples", "2"]
     assert main(argv) == 1
@@ -603,7 +653,7 @@ def test_train_keeps_a_finished_run_s_adapter_before_the_model_loads(
     assert f"{run / 'checkpoint'} is missing: a run there would start at step 0" in err
     # a new one: --init-adapter into this --out-dir is refused the same way
     assert err.endswith(f"train into a new --out-dir (with --init-adapter {run / 'adapter'} to continue that adapter)\n")
-    (run / "checkpoint" / "trainer_state.pt").write_bytes(b"state")
+    whole_checkpoint_files(run / "checkpoint")
     (run / "adapter" / "askbetter_clarifier.json").write_text(json.dumps({"training": training}))
     with pytest.raises(AssertionError, match="the model loaded"):
         main(argv)  # no threshold yet: a run stopped in its dev scoring finishes

@@ -138,6 +138,9 @@ def _check_outputs(paths: Mapping[str, Path | None], folders: bool) -> None:
         if path.exists():
             if path.is_dir() != folders:
                 raise UsageError(f"{flag} is a {other}: name a {wanted}")
+            if not folders and (path.is_symlink() or not path.is_file()):  # the temp file is renamed over it
+                raise UsageError(f"{flag} is not a regular file (a link, a device or a pipe), which the "
+                                 "output would replace: name a file")
             places = [path] if folders else [path, path.absolute().parent]
         else:  # absolute: a relative path's parents end before the working folder's (`.` has none)
             places = [nearest_existing(path.absolute())]

@@ -205,6 +205,25 @@ def test_an_existing_output_file_in_a_folder_without_write_permission_is_refused
     assert out.read_text() == "{}"
 
 
+def test_an_output_file_that_is_a_link_a_pipe_or_a_device_is_refused(tmp_path: Path) -> None:
+    """The output's temp file was renamed over it: run as root, `--json /dev/null` replaced the
+    system's /dev/null with a regular file holding the report, and `--predictions /dev/stdout`
+    (a link to /proc/self/fd/1) the link itself, with stdout sent to a file."""
+    import os
+
+    from askbetter.cli import UsageError
+    from askbetter.cli_model import check_output_files
+
+    pipe, target, link = tmp_path / "pipe", tmp_path / "target.json", tmp_path / "link.json"
+    os.mkfifo(pipe)
+    target.write_text("{}")
+    link.symlink_to(target)
+    for out in (pipe, link, Path(os.devnull)):
+        with pytest.raises(UsageError, match=f"--json {out} is not a regular file"):
+            check_output_files(tmp_path / "examples.jsonl", json=out)
+    assert pipe.is_fifo() and link.is_symlink() and target.read_text() == "{}"
+
+
 @pytest.mark.parametrize(("command", "option"), [(["train", "--data-dir", "no-data"], "--out-dir"),
                                                  (["data", "build", str(FIXTURE_RAW)], "--out")])
 def test_an_output_folder_that_is_a_file_or_under_one_is_refused_before_any_data_is_read(

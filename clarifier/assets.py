@@ -325,6 +325,22 @@ def peft_quietly() -> Iterator[None]:
         yield
 
 
+@contextmanager
+def loading_adapter(adapter: Path | None) -> Iterator[None]:
+    """ModelNotFound naming `adapter` (when one is given) for what PEFT raises while it builds the
+    adapter's LoRA from its config or loads its weights, where the files are whole but do not fit
+    together or the model: a config of no PEFT adapter (no `peft_type`), a rank that is no number,
+    weights of another shape than the config says. PEFT stopped with a traceback."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        if adapter is None or isinstance(exc, ModelNotFound):
+            raise
+        # a state dict's error is a headline, then a line for each mismatch: the first says what
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()][:2]
+        raise ModelNotFound(f"cannot load the adapter {adapter}: {type(exc).__name__}: {' '.join(lines)}") from exc
+
+
 @on_torch_thread  # a model loaded on another thread would start a second OpenMP team
 @lru_cache(maxsize=4)
 def _load(base: str, cache_dir: str, adapter: Path | None, dtype: str, device: str) -> LoadedModel:
@@ -333,7 +349,7 @@ def _load(base: str, cache_dir: str, adapter: Path | None, dtype: str, device: s
     if adapter is not None:
         from peft import PeftModel
 
-        with peft_quietly():
+        with peft_quietly(), loading_adapter(adapter):
             model = PeftModel.from_pretrained(model, str(adapter))
     model.eval()
     return LoadedModel(model=model, tokenizer=tokenizer, adapter=adapter)

@@ -499,6 +499,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         ADAPTER_WEIGHTS,
         base_model_name,
         load_base,
+        loading_adapter,
         pad_token_id,
         peft_quietly,
         resolve_adapter,
@@ -548,16 +549,18 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     use_autocast = resolve_dtype(settings.dtype, cfg.device) == torch.bfloat16
     # the LoRA shape comes from the continued adapter, else from cfg; the weights from the
     # checkpoint when resuming, else from the continued adapter, else a fresh LoRA
-    lora = LoraConfig.from_pretrained(str(init)) if init else LoraConfig(
-        r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
-    lora.inference_mode = False  # a saved adapter's config says True
-    lora.lora_dropout = cfg.lora_dropout  # a training option, a continued adapter's too
-    with peft_quietly():
-        model = get_peft_model(lm, lora)
+    with loading_adapter(init):
+        lora = LoraConfig.from_pretrained(str(init)) if init else LoraConfig(
+            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
+        lora.inference_mode = False  # a saved adapter's config says True
+        lora.lora_dropout = cfg.lora_dropout  # a training option, a continued adapter's too
+        with peft_quietly():
+            model = get_peft_model(lm, lora)
     model.peft_config["default"].base_model_name_or_path = base_model_name(base)
     weights = ckpt if resuming else init
     if weights:
-        set_peft_model_state_dict(model, load_file(weights / ADAPTER_WEIGHTS))
+        with loading_adapter(weights):
+            set_peft_model_state_dict(model, load_file(weights / ADAPTER_WEIGHTS))
 
     examples = (balanced_sample(pool, cfg.max_examples, cfg.seed, cfg.stratum_power,
                                 cfg.stratum_by_kind)

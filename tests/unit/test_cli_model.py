@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 import warnings
 from functools import partial
 from pathlib import Path
@@ -447,6 +448,33 @@ def test_loading_an_adapter_raises_no_peft_deprecation_warning(tmp_path: Path, m
         warnings.simplefilter("error", FutureWarning)
         loaded = assets._load.__wrapped__("tiny", str(tmp_path), run / "adapter", "float32", "cpu")
     assert loaded.adapter == run / "adapter"
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ({"r": 8}, "size mismatch for base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight"),
+    ({"r": "x"}, "TypeError: '<=' not supported"),
+    (None, "KeyError: 'peft_type'"),  # a config of no PEFT adapter: `{}`
+])
+def test_an_adapter_whose_config_does_not_fit_its_weights_is_named_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], edit: dict | None,
+    message: str
+) -> None:
+    """Whole files that do not fit together (a hand-edited rank, weights copied from another
+    adapter, a config of something else) stopped eval, calibrate, ask and train --init-adapter with
+    PEFT's traceback."""
+    import askbetter.clarifier.assets as assets
+
+    data, run, adapter = one_example_data(tmp_path), tmp_path / "run", tmp_path / "run" / "adapter"
+    assert train_tiny(data, run, monkeypatch, "--dev-examples", "0") == 0
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    (adapter / "adapter_config.json").write_text(json.dumps({} if edit is None else {**config, **edit}))
+    with pytest.raises(assets.ModelNotFound, match=f"^cannot load the adapter {adapter}: .*{re.escape(message)}"):
+        assets._load.__wrapped__("tiny", str(tmp_path), adapter, "float32", "cpu")
+    capsys.readouterr()
+    assert train_tiny(data, tmp_path / "next", monkeypatch, "--dev-examples", "0", "--init-adapter", str(adapter)) == 1
+    err = capsys.readouterr().err.splitlines()[-1]  # after PEFT's warnings and the tokenising bar
+    assert err.startswith(f"askbetter: error: cannot load the adapter {adapter}: ")
+    assert not (tmp_path / "next").exists()
 
 
 def test_train_says_once_where_it_wrote_the_adapter(

@@ -15,6 +15,7 @@ from typing import Any
 
 from askbetter.clarifier.examples import check_examples_file, check_limit
 from askbetter.clarifier.prompt import PROMPT_STYLES
+from askbetter.clarifier.source_common import SPLITS
 from askbetter.cli import UsageError, check_adapter, settings_from
 from askbetter.settings import nearest_existing
 
@@ -34,6 +35,10 @@ def cmd_data_build(args: argparse.Namespace) -> int:
     from askbetter.clarifier.data_build import build_dataset, format_counts
 
     check_output_folders(out=args.out)
+    # the splits move in one after another: one that could not would leave a mix of two builds
+    if taken := [path for path in (args.out / f"{split}.jsonl" for split in SPLITS) if path.is_dir()]:
+        raise UsageError(f"--out {args.out}: {taken[0]} is a folder, where the build writes a split: move it "
+                         "away, or name another --out")
     report = build_dataset(args.raw_dir, args.out, seed=args.seed, progress=True)
     print(format_counts(report))
     print("wrote " + ", ".join(str(path) for path in report.files.values()))

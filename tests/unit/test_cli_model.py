@@ -26,6 +26,26 @@ def test_data_build_writes_the_three_splits(tmp_path: Path, capsys: pytest.Captu
         assert all(json.loads(line)["setting"] in ("pre", "post") for line in lines)
 
 
+def test_data_build_refuses_a_folder_where_it_writes_a_split_before_any_data_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder named dev.jsonl in --out failed the build at its end, once train.jsonl had moved
+    in: the new train split beside the last build's test split, and an errno line."""
+    from askbetter.clarifier import data_build
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the raw data was read")
+
+    monkeypatch.setattr(data_build, "build_dataset", no_build)
+    for split in ("train", "test"):
+        (tmp_path / f"{split}.jsonl").write_text("old\n")
+    (tmp_path / "dev.jsonl").mkdir()
+    assert main(["data", "build", str(FIXTURE_RAW), "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (f"askbetter: error: --out {tmp_path}: {tmp_path / 'dev.jsonl'} is a folder, "
+                                       "where the build writes a split: move it away, or name another --out\n")
+    assert (tmp_path / "train.jsonl").read_text() == "old\n"
+
+
 def test_data_build_on_a_missing_folder_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "build", str(tmp_path / "nope")]) == 1
     assert "askbetter: error:" in capsys.readouterr().err

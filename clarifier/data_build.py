@@ -135,9 +135,10 @@ def build_dataset(
     a build stopped before leaves it whole, and a Ctrl-C while they replace it waits until all
     three have); other files there stay.
 
-    Raises FileNotFoundError when `raw_dir` or a required dataset folder is missing, and
-    RawDataError (a ValueError) naming the file when a raw file is missing or malformed. Absent
-    optional datasets are skipped with a warning and listed in the report.
+    Raises FileNotFoundError when `raw_dir` or a required dataset folder is missing
+    (NotADirectoryError when `raw_dir` is a file), and RawDataError (a ValueError) naming the file
+    when a raw file is missing or malformed. Absent optional datasets are skipped with a warning and
+    listed in the report.
     """
     start = time.perf_counter()
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
@@ -220,6 +221,8 @@ def _disambiguated_twins(kept: list[Item], questions: Sequence[source_ambignq.Qu
 
 
 def _present_sources(raw_dir: Path, report: BuildReport) -> list[Source]:
+    if raw_dir.is_file():
+        raise NotADirectoryError(f"raw data folder {raw_dir} is a file: name the folder holding the datasets")
     if not raw_dir.is_dir():
         raise FileNotFoundError(f"raw data folder not found: {raw_dir}")
     present = []

@@ -51,6 +51,15 @@ def test_data_build_on_a_missing_folder_is_a_clear_error(tmp_path: Path, capsys:
     assert "askbetter: error:" in capsys.readouterr().err
 
 
+def test_data_build_on_a_file_says_it_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It said 'raw data folder not found', naming a file that is there."""
+    raw = tmp_path / "data.zip"
+    raw.write_text("x")
+    assert main(["data", "build", str(raw), "--out", str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err == (f"askbetter: error: raw data folder {raw} is a file: name the folder "
+                                       "holding the datasets\n")
+
+
 def test_every_train_config_field_is_an_option() -> None:
     args = build_parser().parse_args(
         ["train", "--max-examples", "12", "--lr", "0.001", "--target-modules", "q_proj", "v_proj",

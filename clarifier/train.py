@@ -647,11 +647,11 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
 def _truncate_log(path: Path, step: int) -> None:
     """Keep only the log lines up to `step`: a run killed between checkpoints repeats the steps
     after the last checkpoint when it resumes, and they must not be logged twice. A line cut off
-    by the kill is dropped too."""
+    by the kill, or damaged (bytes that are not UTF-8), is dropped too."""
     if not path.is_file():
         return
     kept = []
-    for line in path.read_text().splitlines():
+    for line in path.read_text(errors="replace").splitlines():  # a damaged line is dropped below
         try:
             if json.loads(line)["step"] <= step:
                 kept.append(line)

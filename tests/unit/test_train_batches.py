@@ -204,6 +204,11 @@ def test_the_step_log_is_cut_back_to_the_checkpoint_step(tmp_path) -> None:
         f'{{"step": {s}, "loss": 1.0}}' for s in [1, 2, 3]]
     _truncate_log(tmp_path / "absent.jsonl", 3)
     assert not (tmp_path / "absent.jsonl").exists()
+    # a damaged line, bytes that are not UTF-8, is dropped as a cut one is (a UnicodeDecodeError
+    # traceback stopped the resumed run once its model had loaded)
+    log.write_bytes(b'{"step": 1, "loss": 1.0}\n\xff\xfe{"step": 2}\n{"step": 2, "loss": 1.0}\n')
+    _truncate_log(log, 3)
+    assert log.read_text().splitlines() == [f'{{"step": {s}, "loss": 1.0}}' for s in [1, 2]]
 
 
 def test_a_unit_lands_in_one_batch_and_the_budget_still_holds() -> None:

@@ -256,11 +256,16 @@ class UnknownTargetModules(ValueError):
 
 
 def check_target_modules(model: torch.nn.Module, targets: tuple[str, ...], base: str) -> None:
-    """Raise UnknownTargetModules naming the `targets` that match no module of `model`, `base`,
-    as PEFT matches them (the module's name or its last dot-separated parts), with the model's
-    linear layers to choose from. PEFT itself stops with a traceback when no target matches, and
-    trains without a misspelt one when another matches."""
-    names = [name for name, _ in model.named_modules()]
+    """Raise UnknownTargetModules naming the `targets` that match no layer of `model`, `base`, that
+    LoRA adapts, as PEFT matches them (the module's name or its last dot-separated parts), with the
+    model's linear layers to choose from. PEFT itself stops with a traceback when no target
+    matches or one matches another module (`self_attn`, a block of layers), and trains without a
+    misspelt one when another matches."""
+    from transformers.pytorch_utils import Conv1D
+
+    adaptable = (torch.nn.Linear, torch.nn.Embedding, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d,
+                 torch.nn.MultiheadAttention, Conv1D)  # the layers PEFT's LoRA supports
+    names = [name for name, module in model.named_modules() if isinstance(module, adaptable)]
     unknown = [t for t in targets if not any(n == t or n.endswith("." + t) for n in names)]
     if unknown:
         linear = sorted({name.rpartition(".")[2] for name, module in model.named_modules()

@@ -627,6 +627,11 @@ def test_train_refuses_target_modules_the_base_model_lacks_before_anything_is_wr
         "askbetter: error: --target-modules nope self_attn.nix: no layer of HuggingFaceTB/SmolLM2-135M-Instruct "
         "has that name; its linear layers are down_proj gate_proj k_proj lm_head o_proj q_proj up_proj v_proj\n")
     assert not run.exists()
+    # a module LoRA cannot adapt (a block of layers, the model itself): PEFT's traceback
+    assert main([*argv, "--target-modules", "self_attn", "0", ""]) == 1
+    assert capsys.readouterr().err.startswith(
+        "askbetter: error: --target-modules self_attn 0 : no layer of HuggingFaceTB/SmolLM2-135M-Instruct has that name")
+    assert not run.exists()
 
 
 def test_train_refuses_a_base_model_that_scales_its_logits_before_anything_is_written(

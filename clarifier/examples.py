@@ -140,7 +140,7 @@ def iter_examples(path: str | Path) -> Iterator[Example]:
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             try:
-                line = raw.decode("utf-8")
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a BOM may open the file
             except UnicodeDecodeError as exc:
                 raise ExampleFormatError(not_utf8(exc, str(path), lineno)) from exc
             if not line.strip():

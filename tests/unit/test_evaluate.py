@@ -203,6 +203,18 @@ def test_load_examples_errors(tmp_path):
         ev.load_examples(surrogate)
 
 
+def test_a_file_that_opens_with_a_utf8_byte_order_mark_reads_as_without(tmp_path):
+    """Windows editors and PowerShell open a UTF-8 file with a BOM: it stopped eval at line 1
+    ("Unexpected UTF-8 BOM (decode using utf-8-sig)"), though the file is UTF-8."""
+    plain = write_jsonl(tmp_path / "plain.jsonl", EXAMPLES)
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert ev.load_examples(bom) == ev.load_examples(plain)
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(EXAMPLES[0]).replace("e", "\xe9").encode("latin-1") + b"\n")
+    with pytest.raises(ExampleFormatError, match=r"bom.jsonl:1: not UTF-8 text \(byte 0xe9"):
+        ev.load_examples(bom)
+
+
 def test_load_examples_from_elsewhere_without_kind_or_source(tmp_path):
     # the design calls `kind` informative only: a held-out file may leave it (and `source`) out
     bare = {k: v for k, v in EXAMPLES[0].items() if k not in ("kind", "source")}

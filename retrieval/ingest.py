@@ -3,10 +3,11 @@
 Chunk ids come from the file (its absolute path, stored as the chunk's `file` metadata) and the
 chunk's text (see `chunk_id`), and a batch stores only the ids the collection lacks. So
 re-ingesting the same files adds nothing and re-embeds nothing, and an interrupted ingestion is
-resumed by running it again. Once a file's chunks are all stored, the chunks stored earlier for
-it that its current version no longer has are deleted (LangChain's "incremental" cleanup): an
-edited file keeps only its new text. A file that cannot be read, or only in part (a
-JSON-lines file with a broken line), or is not named in this run, keeps what it had.
+resumed by running it again. Once a file's chunks are all stored, the chunks stored earlier for it
+that its current version no longer has are deleted (LangChain's "incremental" cleanup): an edited
+file keeps only its new text, and its chunks stored already get their current metadata. A file that
+cannot be read, or only in part (a JSON-lines file with a broken line), or is not named in this
+run, keeps what it had.
 """
 
 from __future__ import annotations
@@ -217,19 +218,28 @@ def _nothing_to_ingest(folders: list[Path], ignored: list[str]) -> str:
 
 
 def _store_new(collection: "Collection", chunks: dict[str, tuple[str, Metadata]]) -> int:
-    """Add the chunks (id -> (text, metadata)) that the collection lacks; return how many were added."""
+    """Add the chunks (id -> (text, metadata)) that the collection lacks, and give those it holds
+    their current metadata (a JSONL record's new title or URL, a Markdown file's new heading, a
+    chunk's new position) without embedding them again; return how many were added."""
     # here, not at the top: the store imports LangChain, which `find_files` (the command line's
     # check of its paths) does not need
     from askbetter.retrieval.store import chroma_errors
 
     with chroma_errors(f"writing to collection {collection.name!r} failed", RESUME_ADVICE):
-        present = set(collection.get(ids=list(chunks), include=[])["ids"])
+        stored = collection.get(ids=list(chunks), include=["metadatas"])
+        present = dict(zip(stored["ids"], stored["metadatas"] or []))
         new = [i for i in chunks if i not in present]
         if new:
             collection.add(
                 ids=new,
                 documents=[chunks[i][0] for i in new],
                 metadatas=[chunks[i][1] for i in new],
+            )
+        changed = [i for i, metadata in present.items() if dict(metadata or {}) != chunks[i][1]]
+        if changed:  # None deletes a field the chunk no longer has
+            collection.update(
+                ids=changed,
+                metadatas=[{**dict.fromkeys(present[i] or {}), **chunks[i][1]} for i in changed],
             )
     return len(new)
 

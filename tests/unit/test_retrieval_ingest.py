@@ -288,6 +288,23 @@ def test_reingesting_an_edited_file_removes_its_old_chunks_only(settings, client
     assert (again.chunks_added, again.chunks_present, again.chunks_removed) == (0, 3, 0)
 
 
+def test_reingesting_an_edited_file_updates_the_metadata_of_its_unchanged_chunks(settings, client, tmp_path):
+    path = tmp_path / "faq.jsonl"
+    path.write_text(json.dumps({"text": "Parking is in garage B.", "title": "Parking", "url": "https://x/old"}) + "\n")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    ingest(path, collection, progress=False)
+
+    path.write_text(json.dumps({"text": "Parking is in garage B.", "title": "Car park", "year": 2026}) + "\n")
+    embedder = HashEmbedding()
+    report = ingest(path, open_collection(settings, client=client, embedding_function=embedder), progress=False)
+    assert (report.chunks_added, report.chunks_present, report.chunks_removed) == (0, 1, 0)
+    assert embedder.calls == 0  # the text is unchanged: not embedded again
+    stored = collection.get()
+    assert stored["documents"] == ["Parking is in garage B."]
+    assert stored["metadatas"] == [{"source": str(path), "title": "Car park", "year": 2026, "chunk": 0,
+                                    "file": str(path.resolve())}]  # the old url is gone
+
+
 def test_a_file_that_no_longer_loads_keeps_its_chunks(settings, client, tmp_path):
     path = tmp_path / "p.txt"
     path.write_text("Parking costs 5 euros.")

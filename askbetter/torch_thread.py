@@ -19,6 +19,8 @@ thread of its own. Nothing here imports the rest of the package or torch.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import functools
 import os
 import queue
@@ -33,6 +35,7 @@ R = TypeVar("R")
 
 _jobs: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = queue.SimpleQueue()
 _start_lock = threading.Lock()
+_running = threading.Lock()  # held by the models' thread while it runs a job
 _thread: threading.Thread | None = None
 _here = threading.local()  # .active: this thread runs what it submits
 
@@ -92,9 +95,10 @@ def _start_afresh_in_child() -> None:
     """In a forked child (a server that loads the models, then forks its workers): a fork copies
     only the forking thread, so the parent's models' thread, its queued jobs and a held start lock
     are left behind, and the child's first job starts a thread of its own."""
-    global _jobs, _start_lock, _thread
+    global _jobs, _start_lock, _running, _thread
     _jobs = queue.SimpleQueue()
     _start_lock = threading.Lock()
+    _running = threading.Lock()
     _thread = None
 
 
@@ -104,7 +108,20 @@ if hasattr(os, "register_at_fork"):  # Unix
 
 def _serve() -> None:
     while True:
-        _run(*_jobs.get())
+        job = _jobs.get()
+        with _running:
+            _run(*job)
+
+
+@atexit.register
+def _let_the_running_job_finish() -> None:
+    """At exit, wait for the job the models' thread runs (a halted generation stops at its next
+    token), and start no other: Python 3.11 ends a daemon thread that takes the GIL back during
+    finalization with pthread_exit, which aborts the process ("terminate called without an active
+    exception") when the thread is inside torch (Ctrl-C while `askbetter ingest` embeds a batch).
+    A second Ctrl-C exits at once."""
+    with contextlib.suppress(KeyboardInterrupt):
+        _running.acquire()
 
 
 def _run(future: Future[Any], fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -112,3 +114,27 @@ def test_in_this_thread_keeps_the_models_work_in_the_calling_thread_for_the_bloc
         with ThreadPoolExecutor(1) as other:  # other threads still hand their work over
             assert other.submit(lambda: torch_thread.submit(threading.current_thread).result()).result().name == "askbetter-torch"
     assert torch_thread.submit(threading.current_thread).result().name == "askbetter-torch"
+
+
+def test_a_process_that_exits_while_the_models_thread_computes_waits_for_it_and_exits_cleanly() -> None:
+    """Python 3.11 ends a daemon thread that takes the GIL back during finalization with
+    pthread_exit, which aborts the process ("terminate called without an active exception") when
+    that thread is inside torch: `askbetter ingest` stopped by Ctrl-C while a batch was embedded."""
+    script = """
+import sys, threading, time
+import torch
+from askbetter import torch_thread
+started = threading.Event()
+def compute():
+    started.set()
+    a = torch.ones(400, 400)
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        torch.mm(a, a)
+    print("job done", flush=True)
+torch_thread.submit(compute)
+started.wait()
+sys.exit(130)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, "terminate called" in done.stderr) == (130, "job done\n", False)

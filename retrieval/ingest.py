@@ -5,9 +5,10 @@ chunk's text (see `chunk_id`), and a batch stores only the ids the collection la
 re-ingesting the same files adds nothing and re-embeds nothing, and an interrupted ingestion is
 resumed by running it again. Once a file's chunks are all stored, the chunks stored earlier for it
 that its current version no longer has are deleted (LangChain's "incremental" cleanup): an edited
-file keeps only its new text, and its chunks stored already get their current metadata. A file that
-cannot be read, or only in part (a JSON-lines file with a broken line), or is not named in this
-run, keeps what it had.
+file keeps only its new text, and its chunks stored already get their current metadata. An emptied
+file (no text, or JSON lines whose texts are all empty) loses all its chunks. A file that cannot be
+read, or only in part (a JSON-lines file with a broken line), or is not named in this run, keeps
+what it had.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from askbetter.retrieval.chunking import chunk_id, chunk_text
 from askbetter.retrieval.errors import RetrievalError
 from askbetter.retrieval.loaders import (
     SUPPORTED_SUFFIXES,
+    EmptyFile,
     Metadata,
     SkipFile,
     SourceDocument,
@@ -140,7 +142,8 @@ def _size(path: Path) -> int:
 
 
 def _read(path: Path, chunk_size: int, chunk_overlap: int, report: IngestReport) -> _FileChunks | None:
-    """The file's chunks, or None when it cannot be used; skips and repeats go to `report`."""
+    """The file's chunks (none when it was emptied), or None when it cannot be used; skips and
+    repeats go to `report`."""
     file = str(path.resolve())
     if not encodes_as_utf8(file):  # a name in bytes that are not UTF-8: Chroma cannot store it
         shown = str(path).encode("utf-8", "backslashreplace").decode("utf-8")  # printable
@@ -150,7 +153,7 @@ def _read(path: Path, chunk_size: int, chunk_overlap: int, report: IngestReport)
         loaded = load_file(path)
     except SkipFile as exc:
         report.skipped.append((str(path), str(exc)))
-        return None
+        return _FileChunks(file, {}, False) if isinstance(exc, EmptyFile) else None  # emptied: its chunks go
     report.skipped.extend(loaded.skipped)
     chunks: dict[str, tuple[str, Metadata]] = {}
     for document in loaded.documents:

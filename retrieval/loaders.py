@@ -24,6 +24,11 @@ class SkipFile(Exception):
     """The whole file is unusable; the message is the reason shown to the user."""
 
 
+class EmptyFile(SkipFile):
+    """The file holds no text, or only JSON lines whose text is empty: emptied on purpose, as such a
+    line is (`EMPTY_TEXT`), so ingestion removes what it stored for the file."""
+
+
 Metadata = dict[str, str | int | float | bool]  # what Chroma can store
 
 
@@ -66,7 +71,7 @@ def _read_text(path: Path) -> str:
     except UnicodeDecodeError as exc:  # the report names the file: the reason names the line
         raise SkipFile(not_utf8(exc)) from exc
     if not text.strip():
-        raise SkipFile("empty file")
+        raise EmptyFile("empty file")
     return text
 
 
@@ -123,7 +128,7 @@ def _load_jsonl(path: Path) -> Loaded:
         metadata = _scalar_fields(record, exclude=("text", "title"))
         loaded.documents.append(SourceDocument(record["text"], title, str(path), metadata))
     if not loaded.documents:
-        raise SkipFile(f"no usable lines{_broken_lines(loaded.skipped)}")
+        raise (SkipFile if loaded.broken else EmptyFile)(f"no usable lines{_broken_lines(loaded.skipped)}")
     return loaded
 
 

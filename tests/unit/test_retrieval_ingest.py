@@ -387,6 +387,21 @@ def test_a_record_emptied_on_purpose_loses_its_chunks(settings, client, tmp_path
     assert collection.get()["documents"] == ["Parking is in garage C."]
 
 
+@pytest.mark.parametrize(("name", "emptied"), [("p.txt", " \n"), ("faq.jsonl", '{"text": ""}\n')])
+def test_a_file_emptied_on_purpose_loses_its_chunks(settings, client, tmp_path, name, emptied):
+    path = tmp_path / name
+    path.write_text('{"text": "Parking is in garage B."}\n' if name.endswith(".jsonl") else "Parking is in garage B.")
+    kept = tmp_path / "hours.txt"
+    kept.write_text("The office opens at 9.")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    ingest([path, kept], collection, progress=False)
+
+    path.write_text(emptied)
+    report = ingest([path, kept], collection, progress=False)
+    assert (report.files_ingested, report.chunks_removed, len(report.skipped)) == (1, 1, 1)
+    assert collection.get()["documents"] == ["The office opens at 9."]
+
+
 def test_a_broken_jsonl_line_keeps_what_was_stored_for_its_file(settings, client, tmp_path):
     path, collection = _faq_ingested(settings, client, tmp_path)
     path.write_text('{"text": "Parking is in garage C."}\n{"text": "Badges are issued at reception.\n')

@@ -17,6 +17,7 @@ from askbetter.retrieval.types import Passage
 from askbetter.settings import Settings
 
 CHROMA_DB_FILE = "chroma.sqlite3"  # what a PersistentClient keeps in its folder
+REASON_CHARS = 160  # of the reason an unreachable server's error quotes (another server's page)
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -42,10 +43,14 @@ def make_client(settings: Settings, *, ephemeral: bool = False, create: bool = T
 
 
 def _unreachable(host: str, port: int, exc: Exception, path: str | None = None) -> str:
-    """`path` None: the server answered before (its data folder is not known here)."""
+    """`path` None: the server answered before (its data folder is not known here). The reason is
+    put on one line and cut: a server at that port that is not Chroma answers with its own page."""
     folder = path or "<its data folder>"
+    reason = " ".join(str(exc).split())
+    if len(reason) > REASON_CHARS:
+        reason = reason[: REASON_CHARS - 3] + "..."
     return (
-        f"cannot reach Chroma at {host}:{port} ({exc}); start it with `chroma run --path {folder} "
+        f"cannot reach Chroma at {host}:{port} ({reason}); start it with `chroma run --path {folder} "
         f"--port {port}`, or unset ASKBETTER_CHROMA_HOST to use a local folder"
     )
 

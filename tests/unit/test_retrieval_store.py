@@ -1,6 +1,8 @@
 """Chroma clients: which one the settings pick, and clear errors when the store is unusable."""
 
 import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import chromadb
 import pytest
@@ -25,6 +27,21 @@ def test_unreachable_server_says_how_to_start_it():
     message = str(caught.value)
     assert "cannot reach Chroma at 127.0.0.1:1" in message
     assert f"chroma run --path {settings.chroma_path} --port 1" in message
+
+
+def test_a_server_that_is_not_chroma_is_reported_in_one_line():
+    """Another HTTP server at the port answers with its own page (here an HTML 404)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(RetrievalError) as caught:
+            make_client(Settings(chroma_host="127.0.0.1", chroma_port=server.server_address[1]))
+    finally:
+        server.shutdown()
+        server.server_close()
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"cannot reach Chroma at 127.0.0.1:{server.server_address[1]} (<")
+    assert "Error code: 501" in message and "...); start it with `chroma run" in message
 
 
 def test_chroma_path_that_is_a_file(tmp_path):

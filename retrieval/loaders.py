@@ -7,8 +7,10 @@ broken lines one by one while its good lines are kept.
 from __future__ import annotations
 
 import json
+import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,9 +91,10 @@ def _load_pdf(path: Path) -> Loaded:
     from pypdf import PdfReader
 
     try:
-        reader = PdfReader(path)
-        pages = [page.extract_text() or "" for page in reader.pages]
-        title = reader.metadata.title if reader.metadata else None
+        with _pypdf_quietly():
+            reader = PdfReader(path)
+            pages = [page.extract_text() or "" for page in reader.pages]
+            title = reader.metadata.title if reader.metadata else None
     except OSError:
         raise
     except Exception as exc:  # pypdf raises many types for damaged or encrypted files
@@ -100,6 +103,20 @@ def _load_pdf(path: Path) -> Loaded:
     if not text:
         raise SkipFile("no extractable text in the PDF (a scan without a text layer?)")
     return Loaded([SourceDocument(text, str(title).strip() if title else path.stem, str(path))])
+
+
+@contextmanager
+def _pypdf_quietly() -> Iterator[None]:
+    """Hide pypdf's warnings while it reads: it logs each damage it works around ("Ignoring wrong
+    pointing object 1 0", "EOF marker not found"), which the command line printed under
+    askbetter's name and not the file's; a PDF it cannot read raises, reported as skipped."""
+    logger = logging.getLogger("pypdf")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _load_jsonl(path: Path) -> Loaded:

@@ -14,13 +14,14 @@
 #       be carried again once all were received).
 #
 # Settings (environment): OUT (required for train), PACK (.gpu), WORK (/tmp/askbetter-gpu),
-# PYTHON (python3), DEVICE (cuda), JOB_SECONDS (480).
+# PYTHON (python3), DEVICE (cuda), JOB_SECONDS (450: a device call's 600-s limit less the 150 s
+# allowed to install, join and pack, docs/training-on-a-gpu.md).
 set -euo pipefail
 PACK=${PACK:-.gpu}
 WORK=${WORK:-/tmp/askbetter-gpu}
 PYTHON=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
-JOB_SECONDS=${JOB_SECONDS:-480}
+JOB_SECONDS=${JOB_SECONDS:-450}
 
 receive() {
     mkdir -p "$WORK/parts"

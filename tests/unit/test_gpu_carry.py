@@ -4,6 +4,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -184,3 +185,14 @@ def test_gpu_train_runs_the_installed_askbetter_not_the_source_folder(tmp_path: 
     assert "g1: exit 0; installed askbetter: train --data-dir" in done.stdout
     with tarfile.open(out / "g1.tar") as tar:
         assert "installed askbetter" in tar.extractfile("g1/train.log").read().decode()
+
+
+def test_the_default_job_time_leaves_a_device_call_its_allowance_to_install_join_and_pack() -> None:
+    """A device call runs 600 s at most, and docs/training-on-a-gpu.md allows 150 s of it to install,
+    join the parts and pack the runs: jobs stopped later than 450 s into it can be cut before the
+    runs are packed, and a cut call brings back only what is already under $OUT."""
+    script = (SCRIPT.parent / "gpu_train.sh").read_text()
+    (default,) = re.findall(r"^JOB_SECONDS=\$\{JOB_SECONDS:-(\d+)\}$", script, flags=re.M)
+    assert int(default) + 150 <= 600
+    doc = (SCRIPT.parents[1] / "docs" / "training-on-a-gpu.md").read_text()
+    assert f"`JOB_SECONDS`, {default} by default" in doc and f"at most {600 - 150}, and" in doc

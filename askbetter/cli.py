@@ -98,13 +98,13 @@ def read_undecodable_as_escapes(stream: TextIO) -> None:
         stream.reconfigure(errors="surrogateescape")
 
 
-def check_adapter(settings: Settings) -> None:
+def check_adapter(settings: Settings) -> Path | None:
     """Report an adapter folder that is missing, lacks a file or holds a corrupt one before any
     model loads, or LangGraph or torch imports (`resolve_adapter` reads the files' headers only,
-    without torch)."""
+    without torch); return the folder (None: no adapter)."""
     from askbetter.clarifier.assets import resolve_adapter
 
-    resolve_adapter(settings.adapter)
+    return resolve_adapter(settings.adapter)
 
 
 def build_graph(settings: Settings) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -107,13 +107,15 @@ def add_calibrate(subparsers: Any) -> None:
     parser.set_defaults(handler=cmd_calibrate)
 
 
-def check_output_files(examples: Path | None, /, **paths: Path | None) -> None:
+def check_output_files(examples: Path | None, /, *, spare: Iterable[Path] = (), **paths: Path | None) -> None:
     """UsageError, before any model loads, for an output option (`--json=PATH`...) whose file
     could not be written (a folder, under a file, or where the user may not write), or that names
-    the `examples` file read, if any (the run would write over its own data), or another output's
-    file (one would overwrite the other)."""
+    the `examples` file read, if any (the run would write over its own data), one of the adapter's
+    files in `spare` (the adapter it scores with), or another output's file (one would overwrite
+    the other)."""
     _check_outputs(paths, folders=False)
     seen = {} if examples is None else {examples.resolve(): "the examples file"}
+    seen.update(dict.fromkeys((file.resolve() for file in spare), "a file of the adapter"))
     for option, path in paths.items():
         if path is None:
             continue
@@ -121,6 +123,13 @@ def check_output_files(examples: Path | None, /, **paths: Path | None) -> None:
         taken = seen.setdefault(path.resolve(), f"the file of {flag}")
         if taken != f"the file of {flag}":
             raise UsageError(f"{flag} {path} is {taken}, which it would overwrite: name another file")
+
+
+def peft_files(adapter: Path) -> list[Path]:
+    """The adapter folder's PEFT files, its config and weights: inputs no output may overwrite."""
+    from askbetter.clarifier.assets import ADAPTER_CONFIG, ADAPTER_WEIGHTS
+
+    return [adapter / ADAPTER_CONFIG, adapter / ADAPTER_WEIGHTS]
 
 
 def check_output_folders(**paths: Path) -> None:
@@ -179,7 +188,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     # the adapter's clarifier config is an output too: where the threshold is stored
-    check_output_files(args.file, adapter=folder / CLARIFIER_CONFIG, predictions=args.predictions)
+    check_output_files(args.file, spare=peft_files(folder), adapter=folder / CLARIFIER_CONFIG,
+                       predictions=args.predictions)
     from askbetter.clarifier.calibrate import run_calibrate  # once the arguments passed: it imports torch
     from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
@@ -219,15 +229,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise UsageError("--prompt-style is not used with --baselines: the base model runs zero-shot and "
                          "few-shot, the adapter in the style it was trained on")
     check_examples_and_limit(args.file, args.limit)
-    check_output_files(args.file, json=args.json_out, predictions=args.predictions, markdown=args.markdown)
     settings = settings_from(args)
     try:
         if args.baselines:  # as run_baselines checks it (an adapter there), before the model libraries import
             from askbetter.clarifier.assets import require_adapter
 
-            require_adapter(settings.adapter, "--baselines")
+            folder: Path | None = require_adapter(settings.adapter, "--baselines")
         else:
-            check_adapter(settings)
+            folder = check_adapter(settings)
+        from askbetter.clarifier.assets import CLARIFIER_CONFIG
+
+        spare = [] if folder is None else [*peft_files(folder), folder / CLARIFIER_CONFIG]
+        check_output_files(args.file, spare=spare, json=args.json_out, predictions=args.predictions,
+                           markdown=args.markdown)
         return _evaluate(args, settings)
     except ValueError as exc:  # an empty file
         raise UsageError(str(exc)) from exc

@@ -159,6 +159,26 @@ def test_calibrate_refuses_an_adapter_config_it_could_not_write_or_predictions_o
     assert config.read_text() == before
 
 
+@pytest.mark.parametrize("command, option", [("calibrate", "--predictions"), ("eval", "--json"),
+                                             ("eval", "--predictions")])
+@pytest.mark.parametrize("name", ["adapter_config.json", "adapter_model.safetensors"])
+def test_an_output_naming_one_of_the_adapters_files_is_refused_before_scoring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, command, option, name
+) -> None:
+    """An output written over the adapter's config or weights broke the adapter it scored with."""
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(evaluate, "local_clarifier", no_model)
+    folder = _adapter_folder(tmp_path, 0.241)
+    before = (folder / name).read_bytes()
+    mixed = _write(tmp_path / "mixed.jsonl", [example(1, "pre", "Which one?", "ambiguous", "which one"),
+                                              example(2, "pre", None, "clear")])
+    assert main([command, str(mixed), "--adapter", str(folder), option, str(folder / name)]) == 1
+    assert f"{option} {folder / name} is a file of the adapter, which it would overwrite" in capsys.readouterr().err
+    assert (folder / name).read_bytes() == before
+
+
 @pytest.mark.parametrize("when", ["while the adapter's config is read", "between the two files' renames"])
 def test_calibrate_stopped_leaves_threshold_and_predictions_of_one_run(tmp_path: Path, monkeypatch, when) -> None:
     """A Ctrl-C once the predictions were written left them beside the last run's threshold:

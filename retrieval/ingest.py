@@ -176,14 +176,20 @@ def _metadata(document: SourceDocument, index: int, file: str) -> Metadata:
 
 def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:
     """Files named directly (any type: unsupported ones get reported), plus the supported files
-    under each folder, recursively, skipping hidden ones; in order, without repeats.
+    under each folder, recursively, skipping hidden ones; in order, without repeats: a symbolic
+    link to a file found under its own name too is that file (its chunks keep the file's name).
 
     Raises `RetrievalError` for a missing path, one that is neither a file nor a folder (a named
     pipe), or when only folders are named and none of them holds a supported file (naming the
     other files found there)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    found: dict[Path, None] = {}
+    found: dict[Path, Path] = {}  # the file a path resolves to -> its path here
+
+    def add(file: Path) -> None:
+        known = found.setdefault(file.resolve(), file)
+        if known.is_symlink() and not file.is_symlink():
+            found[file.resolve()] = file
     folders: list[Path] = []
     ignored: list[str] = []
     for raw in paths:
@@ -193,7 +199,7 @@ def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:
         if not path.is_dir():
             if not path.is_file():  # a named pipe or a device: reading it may wait for ever
                 raise RetrievalError(f"{path} is neither a file nor a folder")
-            found.setdefault(path, None)
+            add(path)
             continue
         folders.append(path)
         for file in sorted(path.rglob("*")):
@@ -201,12 +207,12 @@ def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:
             if not file.is_file() or any(part.startswith(".") for part in relative.parts):
                 continue
             if file.suffix.lower() in SUPPORTED_SUFFIXES:
-                found.setdefault(file, None)
+                add(file)
             else:
                 ignored.append(str(relative))
     if not found:
         raise RetrievalError(_nothing_to_ingest(folders, ignored))
-    return list(found)
+    return list(found.values())
 
 
 def _nothing_to_ingest(folders: list[Path], ignored: list[str]) -> str:

@@ -148,6 +148,20 @@ def test_a_named_pipe_is_refused_not_read(tmp_path):
         find_files([fifo])
 
 
+@pytest.mark.parametrize("link_name", ["a_link.txt", "z_link.txt"])
+def test_a_link_to_a_file_also_found_is_one_file_named_as_itself(tmp_path, link_name):
+    """A symbolic link to a file of the same ingestion was a second file: the report counted it,
+    and the target's chunks took the link's name as title and source where the link came first."""
+    (tmp_path / "nested").mkdir()
+    target = tmp_path / "b.txt"
+    target.write_text("Parking is in garage B.")
+    (tmp_path / "nested" / link_name).symlink_to(target)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("Lunch is at noon.")
+    (tmp_path / "lunch.txt").symlink_to(outside)  # its only name here: kept as named
+    assert find_files([tmp_path / "nested", tmp_path]) == [target, tmp_path / "lunch.txt"]
+
+
 def test_search_returns_ranked_passages_with_metadata(settings, client, corpus):
     ingest([corpus], open_collection(settings, client=client, embedding_function=HashEmbedding()), progress=False)
     retriever = ChromaRetriever.from_settings(

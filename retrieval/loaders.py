@@ -132,6 +132,9 @@ def _load_jsonl(path: Path) -> Loaded:
             reason = f"not valid JSON ({exc.msg}: column {exc.colno})"  # the line is `where`'s
             loaded.skipped.append((where, reason))
             continue
+        except RecursionError:  # arrays or objects nested deeper than the parser goes
+            loaded.skipped.append((where, "not valid JSON (nested too deep)"))
+            continue
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             loaded.skipped.append((where, 'not an object with a string "text" field'))
             continue

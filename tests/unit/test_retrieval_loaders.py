@@ -118,6 +118,15 @@ def test_jsonl_keeps_good_lines_and_reports_broken_ones(tmp_path):
     assert loaded.skipped[2][1] == "empty text"
 
 
+def test_jsonl_line_nested_too_deep_is_a_broken_line(tmp_path):
+    """json.loads raises RecursionError, not JSONDecodeError: ingest stopped with its traceback."""
+    good = json.dumps({"text": "Parking is in garage B."})
+    path = write(tmp_path / "deep.jsonl", good + "\n" + "[" * 100_000 + "\n")
+    loaded = load_file(path)
+    assert [d.text for d in loaded.documents] == ["Parking is in garage B."]
+    assert loaded.skipped == [(f"{path}:2", "not valid JSON (nested too deep)")]
+
+
 def test_jsonl_with_only_broken_lines_names_the_first_three(tmp_path):
     path = write(tmp_path / "broken.jsonl", "{\n" * 5)
     with pytest.raises(SkipFile) as caught:

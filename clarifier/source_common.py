@@ -192,7 +192,7 @@ def load_json(path: Path) -> Any:
     """Parse a JSON file, naming the file in the error when it is broken."""
     try:
         return json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
         raise RawDataError(f"{path}: not valid JSON: {exc}") from exc
 
 
@@ -204,7 +204,7 @@ def load_jsonl(path: Path) -> list[Any]:
         if line.strip():
             try:
                 records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
                 raise RawDataError(f"{path}:{lineno}: not valid JSON: {exc}") from exc
     if not records:
         raise RawDataError(f"{path}: no records (an empty file)")

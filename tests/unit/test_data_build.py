@@ -40,6 +40,8 @@ from askbetter.clarifier.source_common import (
     RawDataError,
     assistant,
     document,
+    load_json,
+    load_jsonl,
     make_example,
     parsed_once,
     user,
@@ -684,6 +686,18 @@ def test_an_empty_raw_file_of_records_is_an_error_not_a_dataset_without_them(tmp
     (raw / name).write_text("\n")
     with pytest.raises(RawDataError, match=re.escape(f"{Path(name).name}: no records")):
         build_dataset(raw, tmp_path / "out", progress=False)
+
+
+@pytest.mark.parametrize(("load", "content", "where"), [
+    (load_json, "[" * 100_000, "raw.json: not valid JSON: maximum recursion depth"),
+    (load_jsonl, "{}\n" + "[" * 100_000 + "\n", "raw.json:2: not valid JSON: maximum recursion depth"),
+])
+def test_a_raw_file_nested_too_deep_is_named(tmp_path, load, content, where):
+    """json.loads raises RecursionError, not JSONDecodeError: the build stopped with its traceback."""
+    path = tmp_path / "raw.json"
+    path.write_text(content)
+    with pytest.raises(RawDataError, match=re.escape(where)):
+        load(path)
 
 
 def test_record_without_a_field_names_the_field(tmp_path):

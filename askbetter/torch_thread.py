@@ -86,7 +86,8 @@ def _ensure_started() -> None:
     global _thread
     with _start_lock:
         if _thread is None:
-            # a daemon: a process stopped by Ctrl-C does not wait for a generation to finish
+            # a daemon: it does not keep the process alive; at exit only the job it runs is waited
+            # for (`_let_the_running_job_finish`), a generation until its caller halts it
             _thread = threading.Thread(target=_serve, name="askbetter-torch", daemon=True)
             _thread.start()
 

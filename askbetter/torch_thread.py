@@ -24,6 +24,7 @@ import contextlib
 import functools
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -37,6 +38,7 @@ _jobs: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...],
 _start_lock = threading.Lock()
 _running = threading.Lock()  # held by the models' thread while it runs a job
 _thread: threading.Thread | None = None
+_QUIET_WAIT_S = 1.0  # how long exit waits for the models' thread before it says so
 _here = threading.local()  # .active: this thread runs what it submits
 
 
@@ -120,9 +122,13 @@ def _let_the_running_job_finish() -> None:
     token), and start no other: Python 3.11 ends a daemon thread that takes the GIL back during
     finalization with pthread_exit, which aborts the process ("terminate called without an active
     exception") when the thread is inside torch (Ctrl-C while `askbetter ingest` embeds a batch).
-    A second Ctrl-C exits at once."""
+    A wait longer than `_QUIET_WAIT_S` is said on stderr (a model load or a download may run for
+    minutes, and the process looked hung). A second Ctrl-C exits at once."""
     with contextlib.suppress(KeyboardInterrupt):
-        _running.acquire()
+        if not _running.acquire(timeout=_QUIET_WAIT_S):
+            print("askbetter: waiting for the models' thread to finish its job before exiting "
+                  "(Ctrl-C again to exit at once)", file=sys.stderr, flush=True)
+            _running.acquire()
 
 
 def _run(future: Future[Any], fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -138,3 +138,26 @@ sys.exit(130)
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout, "terminate called" in done.stderr) == (130, "job done\n", False)
+
+
+@pytest.mark.parametrize(("job_seconds", "said"), [(3.0, True), (0.0, False)])
+def test_an_exit_that_waits_for_the_models_thread_says_so(job_seconds: float, said: bool) -> None:
+    """A job that runs on (a model load, a download) held the exit with nothing on the screen: the
+    process looked hung after its Ctrl-C."""
+    script = f"""
+import sys, threading, time
+from askbetter import torch_thread
+started = threading.Event()
+def job():
+    started.set()
+    time.sleep({job_seconds})
+    print("job done", flush=True)
+torch_thread.submit(job)
+started.wait()
+if not {job_seconds}:
+    time.sleep(0.5)
+sys.exit(0)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "job done\n")
+    assert ("waiting for the models' thread to finish its job" in done.stderr) is said

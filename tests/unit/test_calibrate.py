@@ -131,22 +131,27 @@ def test_calibrate_refuses_one_label_and_an_unwritable_output_and_keeps_the_thre
     assert (folder / CLARIFIER_CONFIG).read_text() == before
 
 
+@pytest.fixture
+def mixed(tmp_path: Path, monkeypatch) -> Path:
+    """Examples of both labels; a model loaded with them fails the test (a refusal comes first)."""
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(evaluate, "local_clarifier", no_model)
+    return _write(tmp_path / "mixed.jsonl", [example(1, "pre", "Which one?", "ambiguous", "which one"),
+                                             example(2, "pre", None, "clear")])
+
+
 def test_calibrate_refuses_an_adapter_config_it_could_not_write_or_predictions_over_it_before_scoring(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, mixed: Path
 ) -> None:
     """The threshold is stored in the adapter's config, an output like `--predictions`: predictions
     named as that file were lost under the config with no word, and an adapter folder the user may
     not write failed once every example was scored."""
     import os
 
-    def no_model(*args, **kwargs):
-        raise AssertionError("a model was loaded")
-
-    monkeypatch.setattr(evaluate, "local_clarifier", no_model)
     folder = _adapter_folder(tmp_path, 0.241)
     before = (folder / CLARIFIER_CONFIG).read_text()
-    mixed = _write(tmp_path / "mixed.jsonl", [example(1, "pre", "Which one?", "ambiguous", "which one"),
-                                              example(2, "pre", None, "clear")])
     config = folder / CLARIFIER_CONFIG
     assert main(["calibrate", str(mixed), "--adapter", str(folder), "--predictions", str(config)]) == 1
     assert (f"--predictions {config} is the file of --adapter, which it would overwrite"
@@ -163,17 +168,11 @@ def test_calibrate_refuses_an_adapter_config_it_could_not_write_or_predictions_o
                                              ("eval", "--predictions")])
 @pytest.mark.parametrize("name", ["adapter_config.json", "adapter_model.safetensors"])
 def test_an_output_naming_one_of_the_adapters_files_is_refused_before_scoring(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, command, option, name
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mixed: Path, command, option, name
 ) -> None:
     """An output written over the adapter's config or weights broke the adapter it scored with."""
-    def no_model(*args, **kwargs):
-        raise AssertionError("a model was loaded")
-
-    monkeypatch.setattr(evaluate, "local_clarifier", no_model)
     folder = _adapter_folder(tmp_path, 0.241)
     before = (folder / name).read_bytes()
-    mixed = _write(tmp_path / "mixed.jsonl", [example(1, "pre", "Which one?", "ambiguous", "which one"),
-                                              example(2, "pre", None, "clear")])
     assert main([command, str(mixed), "--adapter", str(folder), option, str(folder / name)]) == 1
     assert f"{option} {folder / name} is a file of the adapter, which it would overwrite" in capsys.readouterr().err
     assert (folder / name).read_bytes() == before

@@ -330,11 +330,14 @@ def loading_adapter(adapter: Path | None) -> Iterator[None]:
     """ModelNotFound naming `adapter` (when one is given) for what PEFT raises while it builds the
     adapter's LoRA from its config or loads its weights, where the files are whole but do not fit
     together or the model: a config of no PEFT adapter (no `peft_type`), a rank that is no number,
-    weights of another shape than the config says. PEFT stopped with a traceback."""
+    weights of another shape than the config says. PEFT stopped with a traceback. Running out of
+    memory (torch's OutOfMemoryError, a RuntimeError too) is not the adapter's fault: it passes."""
+    import torch  # loaded already: the adapter goes onto a model
+
     try:
         yield
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-        if adapter is None or isinstance(exc, ModelNotFound):
+        if adapter is None or isinstance(exc, (ModelNotFound, torch.OutOfMemoryError)):
             raise
         # a state dict's error is a headline, then a line for each mismatch: the first says what
         lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()][:2]

@@ -506,6 +506,18 @@ def test_an_adapter_whose_config_does_not_fit_its_weights_is_named_in_one_line(
     assert not (tmp_path / "next").exists()
 
 
+def test_running_out_of_memory_while_an_adapter_loads_is_not_named_a_bad_adapter(tmp_path: Path) -> None:
+    """torch's OutOfMemoryError is a RuntimeError, as PEFT's size mismatch is: the adapter was
+    reported as one that cannot load, and the memory not named."""
+    import torch
+
+    import askbetter.clarifier.assets as assets
+
+    with pytest.raises(torch.OutOfMemoryError, match="CUDA out of memory"):
+        with assets.loading_adapter(tmp_path):
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
+
+
 def test_train_says_once_where_it_wrote_the_adapter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture

@@ -187,9 +187,9 @@ def find_files(paths: PathArg | Iterable[PathArg]) -> list[Path]:
     found: dict[Path, Path] = {}  # the file a path resolves to -> its path here
 
     def add(file: Path) -> None:
-        known = found.setdefault(file.resolve(), file)
-        if known.is_symlink() and not file.is_symlink():
-            found[file.resolve()] = file
+        key = file.resolve()
+        if found.setdefault(key, file).is_symlink() and not file.is_symlink():
+            found[key] = file
     folders: list[Path] = []
     ignored: list[str] = []
     for raw in paths:

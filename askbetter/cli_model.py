@@ -125,11 +125,13 @@ def check_output_files(examples: Path | None, /, *, spare: Iterable[Path] = (), 
             raise UsageError(f"{flag} {path} is {taken}, which it would overwrite: name another file")
 
 
-def peft_files(adapter: Path) -> list[Path]:
-    """The adapter folder's PEFT files, its config and weights: inputs no output may overwrite."""
-    from askbetter.clarifier.assets import ADAPTER_CONFIG, ADAPTER_WEIGHTS
+def adapter_inputs(adapter: Path, *, clarifier_config: bool = True) -> list[Path]:
+    """The adapter folder's files a run reads and no output may overwrite: its PEFT config and
+    weights, and its clarifier config unless `clarifier_config` is False (calibrate writes it)."""
+    from askbetter.clarifier.assets import ADAPTER_CONFIG, ADAPTER_WEIGHTS, CLARIFIER_CONFIG
 
-    return [adapter / ADAPTER_CONFIG, adapter / ADAPTER_WEIGHTS]
+    names = [ADAPTER_CONFIG, ADAPTER_WEIGHTS, *([CLARIFIER_CONFIG] if clarifier_config else [])]
+    return [adapter / name for name in names]
 
 
 def check_output_folders(**paths: Path) -> None:
@@ -179,7 +181,6 @@ def check_examples_and_limit(file: Path, limit: int | None) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     check_examples_and_limit(args.file, args.limit)
-    check_output_files(args.file, predictions=args.predictions)
     settings = settings_from(args)
     from askbetter.clarifier.assets import CLARIFIER_CONFIG, require_adapter
 
@@ -188,8 +189,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     # the adapter's clarifier config is an output too: where the threshold is stored
-    check_output_files(args.file, spare=peft_files(folder), adapter=folder / CLARIFIER_CONFIG,
-                       predictions=args.predictions)
+    check_output_files(args.file, spare=adapter_inputs(folder, clarifier_config=False),
+                       adapter=folder / CLARIFIER_CONFIG, predictions=args.predictions)
     from askbetter.clarifier.calibrate import run_calibrate  # once the arguments passed: it imports torch
     from askbetter.clarifier.evaluate import fmt_decimal, fmt_percent
 
@@ -237,9 +238,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             folder: Path | None = require_adapter(settings.adapter, "--baselines")
         else:
             folder = check_adapter(settings)
-        from askbetter.clarifier.assets import CLARIFIER_CONFIG
-
-        spare = [] if folder is None else [*peft_files(folder), folder / CLARIFIER_CONFIG]
+        spare = [] if folder is None else adapter_inputs(folder)
         check_output_files(args.file, spare=spare, json=args.json_out, predictions=args.predictions,
                            markdown=args.markdown)
         return _evaluate(args, settings)

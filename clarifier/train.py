@@ -241,6 +241,9 @@ def load_checkpoint(ckpt: Path) -> dict[str, Any]:
 
     then = f"the run cannot resume from {ckpt}: move it away, and the same command starts again from step 0"
     state = ckpt / "trainer_state.pt"
+    if not state.is_file():  # removed by hand, or a folder the user put there
+        raise CheckpointDamaged(f"{ckpt} has no trainer_state.pt (the optimizer's state and the step "
+                                f"reached), so nothing in it is overwritten; {then}")
     try:
         check_adapter_files(ckpt)
         return torch.load(state, weights_only=False)
@@ -540,7 +543,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     continued = adapter_config(init).get("training")  # read once; written with every checkpoint
     ckpt = cfg.out_dir / "checkpoint"
     _recover_checkpoint(ckpt)
-    resuming = (ckpt / "trainer_state.pt").is_file()
+    # anything there but an empty folder is a checkpoint to resume, or one that cannot be (refused)
+    resuming = ckpt.exists() and not (ckpt.is_dir() and not any(ckpt.iterdir()))
     saved = adapter_config(ckpt) if resuming else None  # read once, for both checks
     if saved is not None:
         check_same_options(saved.get("training", {}).get("config", {}), cfg, ckpt)

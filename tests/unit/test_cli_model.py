@@ -591,6 +591,7 @@ def test_train_refuses_a_checkpoint_of_other_options_before_the_model_loads(
     ("empty trainer_state.pt", "trainer_state.pt is corrupt or truncated (Ran out of input)"),
     ("adapter_model.safetensors", "adapter_model.safetensors is corrupt or truncated"),
     ("no adapter_model.safetensors", "has no adapter_model.safetensors: the adapter's weights are missing"),
+    ("no trainer_state.pt", "has no trainer_state.pt (the optimizer's state and the step reached)"),
 ])
 def test_train_refuses_a_damaged_checkpoint_in_one_line_before_the_model_loads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, damage: str, message: str

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -167,8 +168,19 @@ def _scalar_fields(record: dict[str, Any], exclude: tuple[str, ...]) -> Metadata
     return {
         key: value
         for key, value in record.items()
-        if key not in exclude and _storable_key(key) and isinstance(value, (str, int, float, bool))
+        if key not in exclude and _storable_key(key) and _storable_value(value)
     }
+
+
+def _storable_value(value: Any) -> bool:
+    """A value Chroma stores as it is: a string, a boolean, a 64-bit integer or a finite float. It
+    drops NaN and infinities without a word and keeps a larger integer as a float (another value),
+    and a re-ingest would then find the chunk's metadata changed every time."""
+    if isinstance(value, (str, bool)):
+        return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def _storable_key(key: str) -> bool:

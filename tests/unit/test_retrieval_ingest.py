@@ -330,6 +330,20 @@ def test_a_file_that_no_longer_loads_keeps_its_chunks(settings, client, tmp_path
     assert collection.get()["documents"] == ["Parking costs 5 euros."]
 
 
+def test_a_jsonl_number_chroma_cannot_store_as_it_is_is_dropped(settings, client, tmp_path):
+    """Chroma dropped NaN and infinities itself and kept a 2**70 as a float (another number), so
+    every re-ingest found the chunk's metadata changed."""
+    path = tmp_path / "records.jsonl"
+    record = {"text": "Parking costs 5 euros.", "score": float("nan"), "top": float("inf"), "big": 2**70,
+              "year": 5, "rate": 0.5, "max": 2**63 - 1}
+    path.write_text(json.dumps(record) + "\n")
+    collection = open_collection(settings, client=client, embedding_function=HashEmbedding())
+    assert ingest(path, collection, progress=False).chunks_added == 1
+    metadata = collection.get()["metadatas"][0]
+    assert {key: metadata.get(key) for key in record if key != "text"} == {
+        "score": None, "top": None, "big": None, "year": 5, "rate": 0.5, "max": 2**63 - 1}
+
+
 @pytest.mark.parametrize("key", ["", "#document", "$and", "chroma:document"])
 def test_a_jsonl_field_chroma_refuses_as_metadata_is_dropped(settings, client, tmp_path, key):
     path = tmp_path / "records.jsonl"

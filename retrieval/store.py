@@ -42,17 +42,21 @@ def make_client(settings: Settings, *, ephemeral: bool = False, create: bool = T
     return _persistent_client(Path(settings.chroma_path), create)
 
 
+_THIS_MACHINE = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
+
+
 def _unreachable(host: str, port: int, exc: Exception, path: str | None = None) -> str:
     """`path` None: the server answered before (its data folder is not known here). The reason is
-    put on one line and cut: a server at that port that is not Chroma answers with its own page."""
+    put on one line and cut: a server at that port that is not Chroma answers with its own page.
+    `chroma run` is suggested for a server on this machine only; another one is for its owner."""
     folder = path or "<its data folder>"
     reason = " ".join(str(exc).split())
     if len(reason) > REASON_CHARS:
         reason = reason[: REASON_CHARS - 3] + "..."
-    return (
-        f"cannot reach Chroma at {host}:{port} ({reason}); start it with `chroma run --path {folder} "
-        f"--port {port}`, or unset ASKBETTER_CHROMA_HOST to use a local folder"
-    )
+    remedy = (f"start it with `chroma run --path {folder} --port {port}`" if host.lower() in _THIS_MACHINE
+              else "check that the server there is running and that this machine may connect to it")
+    return (f"cannot reach Chroma at {host}:{port} ({reason}); {remedy}, or unset ASKBETTER_CHROMA_HOST "
+            "to use a local folder")
 
 
 @contextmanager

@@ -9,6 +9,7 @@ import pytest
 from chromadb.errors import InternalError
 
 from askbetter.retrieval import ChromaRetriever, RetrievalError, ingest, make_client, open_collection
+from askbetter.retrieval.store import _unreachable
 from askbetter.settings import Settings
 from hash_embedding import HashEmbedding
 
@@ -42,6 +43,17 @@ def test_a_server_that_is_not_chroma_is_reported_in_one_line():
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"cannot reach Chroma at 127.0.0.1:{server.server_address[1]} (<")
     assert "Error code: 501" in message and "...); start it with `chroma run" in message
+
+
+def test_an_unreachable_server_elsewhere_is_not_told_to_start_here():
+    """`chroma run` on this machine starts no server on another: the hint named this machine's folder."""
+    exc = ConnectionError("Connection refused")
+    here = _unreachable("LOCALHOST", 8000, exc, "/data/chroma")
+    assert "); start it with `chroma run --path /data/chroma --port 8000`, or unset ASKBETTER_CHROMA_HOST" in here
+    there = _unreachable("chroma.internal", 8000, exc, "/data/chroma")
+    assert there == ("cannot reach Chroma at chroma.internal:8000 (Connection refused); check that the server "
+                     "there is running and that this machine may connect to it, or unset ASKBETTER_CHROMA_HOST "
+                     "to use a local folder")
 
 
 def test_chroma_path_that_is_a_file(tmp_path):

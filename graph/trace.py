@@ -97,8 +97,9 @@ async def arun_turn(
     the answer) at its next token, where LangGraph's sync `stream` would first wait for the running
     node to finish.
 
-    A stopped turn (its task cancelled, or a KeyboardInterrupt out of a node) leaves no trace: the
-    thread is put back as it was before the turn (`arestore_thread`: its messages, and a question it
+    A stopped turn (its task cancelled, or a KeyboardInterrupt out of a node) or a failed one (an
+    error out of a node, e.g. a Chroma server gone) leaves no trace: the thread is put back as it
+    was before the turn (`arestore_thread`: its messages, and a question it
     was paused on), so the next turn reads the dialog as if the stopped one had not been sent; then
     the stop goes on up. A turn run from an earlier checkpoint (`checkpoint_id` in `config`: a fork
     of the thread's history) is undone alike: the thread goes back to its head before the turn, not
@@ -133,6 +134,12 @@ async def arun_turn(
     except (asyncio.CancelledError, KeyboardInterrupt):
         await arestore_thread(graph, config, before, context)
         raise
+    except Exception:  # a failed turn (a Chroma server gone) is undone alike: sent again, it reads the same dialog
+        try:
+            await arestore_thread(graph, config, before, context)
+        except Exception as undo:  # the checkpointer failing too: the turn's own error is the one to report
+            log.warning("the failed turn could not be undone (%s): thread %r keeps it", undo, _thread_id(config))
+        raise
     return result
 
 
@@ -160,16 +167,20 @@ async def arestore_thread(
     with ctrl_c_held():
         if before.metadata is None:  # no checkpoint: the turn began the thread
             try:
-                await _checkpointer(graph, config).adelete_thread(head["configurable"]["thread_id"])
+                await _checkpointer(graph, config).adelete_thread(_thread_id(config))
             except NotImplementedError:  # BaseCheckpointSaver's: the stop goes on up all the same
                 log.warning("the checkpointer cannot delete a thread (no adelete_thread): thread %r keeps "
-                            "the stopped turn", head["configurable"]["thread_id"])
+                            "the stopped turn", _thread_id(config))
             return
         # `before`'s checkpoint, in the run's config (which may lend the checkpointer)
         at = {**head, "configurable": {**head["configurable"], **before.config["configurable"]}}
         await graph.aupdate_state(cast(RunnableConfig, at), None, as_node="__copy__")
         if before.interrupts:
             await graph.ainvoke(None, head, context=context)
+
+
+def _thread_id(config: RunnableConfig) -> Any:
+    return config.get("configurable", {}).get("thread_id")
 
 
 def _checkpointer(graph: Pregel[Any, Context, Any, Any], config: RunnableConfig) -> BaseCheckpointSaver:

@@ -315,6 +315,8 @@ def test_a_collection_name_chroma_refuses_is_a_clear_error_before_any_model_load
 
 
 def test_chat_reports_a_failed_turn_and_goes_on(monkeypatch, capsys):
+    """The failed turn is undone: the line sent again is the dialog's only message (it was the
+    second, after the failed turn's)."""
     class FlakyRetriever(StaticRetriever):
         def search(self, query, k=4):
             if not self.queries:
@@ -322,12 +324,15 @@ def test_chat_reports_a_failed_turn_and_goes_on(monkeypatch, capsys):
                 raise RetrievalError("cannot reach Chroma at 127.0.0.1:8000 ([Errno 111] Connection refused)")
             return super().search(query, k)
 
+    saver, built = InMemorySaver(), []
+
     def build_graph(settings):
-        return create_clarifying_rag(
+        built.append(create_clarifying_rag(
             clarifier=ScriptedClarifier(pre=[None, None], post=[None]), retriever=FlakyRetriever(PASSAGES),
             answer_model=GenericFakeChatModel(messages=iter(["Choose Preferences > Sync [2]."])),
             rewriter=lambda messages: messages[-1].text, settings=settings,
-        ).compile(checkpointer=InMemorySaver())
+        ).compile(checkpointer=saver))
+        return built[-1]
 
     monkeypatch.setattr(cli, "build_graph", build_graph)
     monkeypatch.setattr("sys.stdin", io.StringIO("How do I turn on sync in Desktop?\n" * 2 + "/quit\n"))
@@ -337,6 +342,42 @@ def test_chat_reports_a_failed_turn_and_goes_on(monkeypatch, capsys):
         "askbetter: error: cannot reach Chroma at 127.0.0.1:8000 ([Errno 111] Connection refused)\n"
     )
     assert "askbetter: Choose Preferences > Sync [2]." in captured.out
+    (thread_id,) = saver.storage
+    messages = built[0].get_state({"configurable": {"thread_id": thread_id}}).values["messages"]
+    assert [m.type for m in messages] == ["human", "ai"]  # the failed turn's line is not left before it
+    assert messages[1].text.startswith("Choose Preferences > Sync [2].")
+
+
+def test_a_chat_reply_whose_turn_fails_leaves_the_question_waiting(monkeypatch, capsys):
+    """Interrupt mode: the turn of the reply to the question fails (Chroma gone); the thread is
+    put back paused on the question, so the reply sent again answers it (it went as a new line)."""
+    class FlakyRetriever(StaticRetriever):
+        def search(self, query, k=4):
+            if not self.queries:
+                self.queries.append(query)
+                raise RetrievalError("cannot reach Chroma at 127.0.0.1:8000 ([Errno 111] Connection refused)")
+            return super().search(query, k)
+
+    saver, built = InMemorySaver(), []
+
+    def build_graph(settings):
+        built.append(create_clarifying_rag(
+            clarifier=ScriptedClarifier(pre=["Nimbus Desktop or Nimbus Cloud?", None, None], post=[None, None]),
+            retriever=FlakyRetriever(PASSAGES),
+            answer_model=GenericFakeChatModel(messages=iter(["Choose Preferences > Sync [2]."])),
+            rewriter=lambda messages: " ".join(m.text for m in messages if m.type == "human"), settings=settings,
+        ).compile(checkpointer=saver))
+        return built[-1]
+
+    monkeypatch.setattr(cli, "build_graph", build_graph)
+    monkeypatch.setattr("sys.stdin", io.StringIO("How do I turn on sync?\n" + "Desktop\n" * 2 + "/quit\n"))
+    assert cli.main(["chat", "--ask-mode", "interrupt"]) == 0
+    assert capsys.readouterr().err.startswith("askbetter: error: cannot reach Chroma")
+    (thread_id,) = saver.storage
+    state = built[0].get_state({"configurable": {"thread_id": thread_id}})
+    assert [m.text for m in state.values["messages"]][:3] == [
+        "How do I turn on sync?", "Nimbus Desktop or Nimbus Cloud?", "Desktop"]
+    assert len(state.values["messages"]) == 4 and not state.interrupts
 
 
 def test_ctrl_c_in_a_chat_turn_halts_its_answer_and_the_chat_goes_on(monkeypatch, capsys):

@@ -1,6 +1,7 @@
 """Chroma: the client (embedded folder, server, or in-memory), the collection, and top-k search.
 
-Collections use the cosine space, so a passage's score is 1 - cosine distance, clipped to [0, 1].
+Collections use the cosine space, so a passage's score is 1 - cosine distance, clipped to [0, 1]
+(the same cosine similarity for a collection made elsewhere in the l2 or inner-product space).
 """
 
 from __future__ import annotations
@@ -188,6 +189,7 @@ class ChromaRetriever:
 
     def __init__(self, collection: "Collection") -> None:
         self.collection = collection
+        self.space = _distance_space(collection)
 
     @classmethod
     def from_settings(
@@ -214,7 +216,7 @@ class ChromaRetriever:
         if not result["ids"][0]:  # only an empty collection finds nothing: say so
             _require_chunks(self.collection)
         return [
-            _passage(chunk_id, text, metadata, distance)
+            _passage(chunk_id, text, metadata, _similarity(distance, self.space))
             for chunk_id, text, metadata, distance in zip(
                 result["ids"][0],
                 (result["documents"] or [[]])[0],
@@ -224,14 +226,25 @@ class ChromaRetriever:
         ]
 
 
-def _passage(chunk_id: str, text: str | None, metadata: Any, distance: float) -> Passage:
+def _distance_space(collection: "Collection") -> str:
+    """The collection's distance function: "cosine" for one `open_collection` created, possibly
+    another for one made elsewhere ("l2", Chroma's default, or "ip")."""
+    configuration = collection.configuration or {}
+    index = configuration.get("hnsw") or configuration.get("spann") or {}
+    return str(index.get("space") or "l2")
+
+
+def _similarity(distance: float, space: str) -> float:
+    """The cosine similarity Chroma's `distance` stands for, clipped to [0, 1]: 1 - d in the cosine
+    and inner-product spaces, 1 - d / 2 in the l2 space (the squared distance of unit vectors; the
+    embeddings are L2-normalised), so a collection made elsewhere shows the same scores."""
+    similarity = 1.0 - float(distance) / 2 if space == "l2" else 1.0 - float(distance)
+    return min(1.0, max(0.0, similarity))
+
+
+def _passage(chunk_id: str, text: str | None, metadata: Any, score: float) -> Passage:
     meta = dict(metadata or {})
-    passage: Passage = {
-        "id": chunk_id,
-        "text": text or "",
-        "score": min(1.0, max(0.0, 1.0 - float(distance))),
-        "metadata": meta,
-    }
+    passage: Passage = {"id": chunk_id, "text": text or "", "score": score, "metadata": meta}
     if "title" in meta:
         passage["title"] = str(meta["title"])
     if "source" in meta:

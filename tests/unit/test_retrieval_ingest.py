@@ -180,6 +180,24 @@ def test_search_returns_ranked_passages_with_metadata(settings, client, corpus):
     assert scores[0] > scores[-1]
 
 
+@pytest.mark.parametrize("space", ["l2", "ip"])
+def test_a_collection_made_elsewhere_in_another_space_scores_passages_by_cosine_alike(
+    settings, client, corpus, space
+):
+    """A passage's score is its cosine similarity to the query whatever the collection's space
+    (in the l2 space it read 1 - squared distance, 2 cos - 1)."""
+    scores = {}
+    for made in ("cosine", space):
+        name = f"{settings.collection}-{made}"
+        if made != "cosine":  # made elsewhere, as Chroma users make one: not by open_collection
+            client.create_collection(name, embedding_function=HashEmbedding(), configuration={"hnsw": {"space": space}})
+        collection = open_collection(Settings(collection=name), client=client, embedding_function=HashEmbedding())
+        ingest([corpus], collection, progress=False)
+        scores[made] = [p["score"] for p in ChromaRetriever(collection).search("Nimbus Desktop Enable Sync", k=3)]
+    assert scores[space] == pytest.approx(scores["cosine"], abs=1e-4)
+    assert 0.0 < scores["cosine"][-1] < scores["cosine"][0] < 1.0
+
+
 def test_search_rejects_empty_queries(settings, client):
     retriever = ChromaRetriever(open_collection(settings, client=client, embedding_function=HashEmbedding()))
     with pytest.raises(ValueError, match="empty query"):

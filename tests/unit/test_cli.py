@@ -314,36 +314,47 @@ def test_a_collection_name_chroma_refuses_is_a_clear_error_before_any_model_load
     assert not store.exists()
 
 
-def test_chat_reports_a_failed_turn_and_goes_on(monkeypatch, capsys):
-    """The failed turn is undone: the line sent again is the dialog's only message (it was the
-    second, after the failed turn's)."""
-    class FlakyRetriever(StaticRetriever):
-        def search(self, query, k=4):
-            if not self.queries:
-                self.queries.append(query)
-                raise RetrievalError("cannot reach Chroma at 127.0.0.1:8000 ([Errno 111] Connection refused)")
-            return super().search(query, k)
+UNREACHABLE = "cannot reach Chroma at 127.0.0.1:8000 ([Errno 111] Connection refused)"
 
+
+class FlakyRetriever(StaticRetriever):
+    """Its first search fails as a Chroma server gone; the others return the passages."""
+
+    def search(self, query, k=4):
+        if not self.queries:
+            self.queries.append(query)
+            raise RetrievalError(UNREACHABLE)
+        return super().search(query, k)
+
+
+def chat_over_a_flaky_store(monkeypatch, lines: str, pre: list[str | None], *argv: str):
+    """Run `askbetter chat` on `lines` (stdin) over `FlakyRetriever`, the pre-retrieval check
+    scripted by `pre`; returns the state of the chat's thread at its end."""
     saver, built = InMemorySaver(), []
 
     def build_graph(settings):
         built.append(create_clarifying_rag(
-            clarifier=ScriptedClarifier(pre=[None, None], post=[None]), retriever=FlakyRetriever(PASSAGES),
+            clarifier=ScriptedClarifier(pre=pre, post=[None, None]), retriever=FlakyRetriever(PASSAGES),
             answer_model=GenericFakeChatModel(messages=iter(["Choose Preferences > Sync [2]."])),
-            rewriter=lambda messages: messages[-1].text, settings=settings,
+            rewriter=lambda messages: " ".join(m.text for m in messages if m.type == "human"), settings=settings,
         ).compile(checkpointer=saver))
         return built[-1]
 
     monkeypatch.setattr(cli, "build_graph", build_graph)
-    monkeypatch.setattr("sys.stdin", io.StringIO("How do I turn on sync in Desktop?\n" * 2 + "/quit\n"))
-    assert cli.main(["chat"]) == 0
-    captured = capsys.readouterr()
-    assert captured.err == (
-        "askbetter: error: cannot reach Chroma at 127.0.0.1:8000 ([Errno 111] Connection refused)\n"
-    )
-    assert "askbetter: Choose Preferences > Sync [2]." in captured.out
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines + "/quit\n"))
+    assert cli.main(["chat", *argv]) == 0
     (thread_id,) = saver.storage
-    messages = built[0].get_state({"configurable": {"thread_id": thread_id}}).values["messages"]
+    return built[0].get_state({"configurable": {"thread_id": thread_id}})
+
+
+def test_chat_reports_a_failed_turn_and_goes_on(monkeypatch, capsys):
+    """The failed turn is undone: the line sent again is the dialog's only message (it was the
+    second, after the failed turn's)."""
+    state = chat_over_a_flaky_store(monkeypatch, "How do I turn on sync in Desktop?\n" * 2, [None, None])
+    captured = capsys.readouterr()
+    assert captured.err == f"askbetter: error: {UNREACHABLE}\n"
+    assert "askbetter: Choose Preferences > Sync [2]." in captured.out
+    messages = state.values["messages"]
     assert [m.type for m in messages] == ["human", "ai"]  # the failed turn's line is not left before it
     assert messages[1].text.startswith("Choose Preferences > Sync [2].")
 
@@ -351,30 +362,9 @@ def test_chat_reports_a_failed_turn_and_goes_on(monkeypatch, capsys):
 def test_a_chat_reply_whose_turn_fails_leaves_the_question_waiting(monkeypatch, capsys):
     """Interrupt mode: the turn of the reply to the question fails (Chroma gone); the thread is
     put back paused on the question, so the reply sent again answers it (it went as a new line)."""
-    class FlakyRetriever(StaticRetriever):
-        def search(self, query, k=4):
-            if not self.queries:
-                self.queries.append(query)
-                raise RetrievalError("cannot reach Chroma at 127.0.0.1:8000 ([Errno 111] Connection refused)")
-            return super().search(query, k)
-
-    saver, built = InMemorySaver(), []
-
-    def build_graph(settings):
-        built.append(create_clarifying_rag(
-            clarifier=ScriptedClarifier(pre=["Nimbus Desktop or Nimbus Cloud?", None, None], post=[None, None]),
-            retriever=FlakyRetriever(PASSAGES),
-            answer_model=GenericFakeChatModel(messages=iter(["Choose Preferences > Sync [2]."])),
-            rewriter=lambda messages: " ".join(m.text for m in messages if m.type == "human"), settings=settings,
-        ).compile(checkpointer=saver))
-        return built[-1]
-
-    monkeypatch.setattr(cli, "build_graph", build_graph)
-    monkeypatch.setattr("sys.stdin", io.StringIO("How do I turn on sync?\n" + "Desktop\n" * 2 + "/quit\n"))
-    assert cli.main(["chat", "--ask-mode", "interrupt"]) == 0
-    assert capsys.readouterr().err.startswith("askbetter: error: cannot reach Chroma")
-    (thread_id,) = saver.storage
-    state = built[0].get_state({"configurable": {"thread_id": thread_id}})
+    state = chat_over_a_flaky_store(monkeypatch, "How do I turn on sync?\n" + "Desktop\n" * 2,
+                                    ["Nimbus Desktop or Nimbus Cloud?", None, None], "--ask-mode", "interrupt")
+    assert capsys.readouterr().err == f"askbetter: error: {UNREACHABLE}\n"
     assert [m.text for m in state.values["messages"]][:3] == [
         "How do I turn on sync?", "Nimbus Desktop or Nimbus Cloud?", "Desktop"]
     assert len(state.values["messages"]) == 4 and not state.interrupts

@@ -18,6 +18,7 @@ from askbetter.clarifier.prompt import PROMPT_STYLES
 from askbetter.clarifier.source_common import SPLITS
 from askbetter.cli import UsageError, check_adapter, settings_from
 from askbetter.settings import nearest_existing
+from askbetter.text import writes_through
 
 
 def add_data(subparsers: Any) -> None:
@@ -145,7 +146,8 @@ def _check_outputs(paths: Mapping[str, Path | None], folders: bool) -> None:
     """What `check_output_files` (`folders` False) and `check_output_folders` check. Writing
     needs permission on the path when it exists, else on the nearest folder above it; an output
     file that exists needs it on its folder too, where its temp file is written
-    (`askbetter.text.write_lines`); writing into a folder needs permission to enter it (search) too."""
+    (`askbetter.text.write_lines`), unless it is a device or a pipe, written in place
+    (`writes_through`); writing into a folder needs permission to enter it (search) too."""
     wanted, other = ("folder", "file") if folders else ("file", "folder")
     for option, path in paths.items():
         if path is None:
@@ -154,10 +156,11 @@ def _check_outputs(paths: Mapping[str, Path | None], folders: bool) -> None:
         if path.exists():
             if path.is_dir() != folders:
                 raise UsageError(f"{flag} is a {other}: name a {wanted}")
-            if not folders and (path.is_symlink() or not path.is_file()):  # the temp file is renamed over it
-                raise UsageError(f"{flag} is not a regular file (a link, a device or a pipe), which the "
-                                 "output would replace: name a file")
-            places = [path] if folders else [path, path.absolute().parent]
+            through = not folders and writes_through(path)  # a device or a pipe (/dev/stdout): written in place
+            if not folders and path.is_symlink() and not through:  # the temp file would replace the link
+                raise UsageError(f"{flag} is a link to a file, which the output would replace with a file: "
+                                 "name the file itself")
+            places = [path] if folders or through else [path, path.absolute().parent]
         else:  # absolute: a relative path's parents end before the working folder's (`.` has none)
             places = [nearest_existing(path.absolute())]
             if not places[0].is_dir():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -55,22 +56,36 @@ def _temp_beside(path: Path, end: str) -> Path:
     return temp
 
 
+def writes_through(path: Path) -> bool:
+    """Whether `path` is an output written in place, not replaced: one that exists and is neither
+    a regular file nor a folder, through any links (a device or a pipe: `/dev/stdout`,
+    `/dev/null`). There is no last version to keep, and a rename would replace the device."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # missing, a dangling link, or not to be reached
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def write_lines(path: str | Path, lines: Iterable[str]) -> int:
     """Write `lines` (strings, each ending in a newline) to `path` as UTF-8, atomically: into a temp
     file in the same folder (made if missing; `_temp_beside`), then renamed into place. Stopped or
-    failed before the rename, the temp file is removed and `path` is as it was. Returns how many
-    strings it wrote."""
+    failed before the rename, the temp file is removed and `path` is as it was. A device or a pipe
+    (`writes_through`) is written in place. Returns how many strings it wrote."""
     path = Path(path)
-    tmp = _temp_beside(path, ".tmp")
+    through = writes_through(path)
+    tmp = path if through else _temp_beside(path, ".tmp")
     n = 0
     try:
         with tmp.open("w", encoding="utf-8") as fh:
             for line in lines:
                 fh.write(line)
                 n += 1
-        tmp.replace(path)
+        if not through:
+            tmp.replace(path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if not through:
+            tmp.unlink(missing_ok=True)
         raise
     return n
 
@@ -82,10 +97,13 @@ def write_together(writers: Mapping[Path, Callable[[Path], object]], done: str) 
     in (`askbetter.interrupts.ctrl_c_held`: its KeyboardInterrupt then says `done`). Stopped or
     failed while writing, the staged files are removed and every path is as it was; a rename that
     fails (the path became a folder) leaves those before it moved in, and no staged file; only
-    that or a kill during the renames can leave a mix."""
+    that or a kill during the renames can leave a mix. A device or a pipe (`writes_through`) is
+    written in place once the others have moved in."""
     staged: dict[Path, Path] = {}
     try:
         for path, write in writers.items():
+            if writes_through(path):  # a device or a pipe: written last, in place (nothing to stage)
+                continue
             staged[path] = _temp_beside(path, ".new")
             write(staged[path])
         with ctrl_c_held(done):
@@ -95,6 +113,9 @@ def write_together(writers: Mapping[Path, Callable[[Path], object]], done: str) 
         for new in staged.values():
             new.unlink(missing_ok=True)
         raise
+    for path, write in writers.items():
+        if path not in staged:
+            write(path)
 
 
 #: the control characters (C0, DEL, C1) a terminal may act on, each with its visible form

@@ -235,23 +235,39 @@ def test_an_existing_output_file_in_a_folder_without_write_permission_is_refused
     assert out.read_text() == "{}"
 
 
-def test_an_output_file_that_is_a_link_a_pipe_or_a_device_is_refused(tmp_path: Path) -> None:
+def test_an_output_file_that_is_a_link_to_a_file_is_refused_and_a_pipe_or_a_device_is_written_in_place(
+    tmp_path: Path,
+) -> None:
     """The output's temp file was renamed over it: run as root, `--json /dev/null` replaced the
     system's /dev/null with a regular file holding the report, and `--predictions /dev/stdout`
-    (a link to /proc/self/fd/1) the link itself, with stdout sent to a file."""
+    (a link to /proc/self/fd/1) the link itself, with stdout sent to a file. A device or a pipe
+    is now written in place; a link to a regular file is refused (replacing the link or writing
+    its target: either could surprise)."""
     import os
+    import threading
 
     from askbetter.cli import UsageError
     from askbetter.cli_model import check_output_files
+    from askbetter.text import write_lines
 
     pipe, target, link = tmp_path / "pipe", tmp_path / "target.json", tmp_path / "link.json"
     os.mkfifo(pipe)
     target.write_text("{}")
     link.symlink_to(target)
-    for out in (pipe, link, Path(os.devnull)):
-        with pytest.raises(UsageError, match=f"--json {out} is not a regular file"):
-            check_output_files(tmp_path / "examples.jsonl", json=out)
-    assert pipe.is_fifo() and link.is_symlink() and target.read_text() == "{}"
+    with pytest.raises(UsageError, match=f"--json {link} is a link to a file, which the output would replace"):
+        check_output_files(tmp_path / "examples.jsonl", json=link)
+    assert link.is_symlink() and target.read_text() == "{}"
+    for out in (pipe, Path(os.devnull)):
+        check_output_files(tmp_path / "examples.jsonl", json=out)
+    read: list[str] = []
+    reader = threading.Thread(target=lambda: read.append(pipe.read_text()), daemon=True)
+    reader.start()
+    assert write_lines(pipe, ["a\n", "b\n"]) == 2
+    reader.join(timeout=10)
+    assert read == ["a\nb\n"] and pipe.is_fifo()
+    assert write_lines(Path(os.devnull), ["report\n"]) == 1
+    assert Path(os.devnull).is_char_device() and Path(os.devnull).read_text() == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "pipe", "target.json"]  # no temp file left
 
 
 @pytest.mark.parametrize(("command", "option"), [(["train", "--data-dir", "no-data"], "--out-dir"),
@@ -741,13 +757,13 @@ def test_train_keeps_a_finished_run_s_adapter_before_the_model_loads(
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == kept
     with pytest.raises(AssertionError, match="the model loaded"):
         main([*argv, "--max-steps", "3"])  # a longer run goes on from the checkpoint
-    (run / "checkpoint" / "trainer_state.pt").unlink()
+    (run / "checkpoint").rename(run / "aside")
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert f"{run / 'checkpoint'} is missing: a run there would start at step 0" in err
     # a new one: --init-adapter into this --out-dir is refused the same way
     assert err.endswith(f"train into a new --out-dir (with --init-adapter {run / 'adapter'} to continue that adapter)\n")
-    whole_checkpoint_files(run / "checkpoint")
+    (run / "aside").rename(run / "checkpoint")
     (run / "adapter" / "askbetter_clarifier.json").write_text(json.dumps({"training": training}))
     with pytest.raises(AssertionError, match="the model loaded"):
         main(argv)  # no threshold yet: a run stopped in its dev scoring finishes

@@ -49,6 +49,30 @@ def test_files_written_together_leave_no_staged_file_when_a_rename_fails(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "table.md"]
 
 
+def test_a_pipe_among_files_written_together_is_written_in_place_once_the_files_have_moved_in(
+    tmp_path: Path,
+) -> None:
+    """`eval --json /dev/stdout --predictions P`: the pipe cannot be staged and renamed (the staged
+    file replaced it); it is written last, the file moved in first, no staged file left."""
+    import threading
+
+    pipe, report = tmp_path / "pipe", tmp_path / "report.json"
+    os.mkfifo(pipe)
+    read: list[str] = []
+
+    def read_pipe() -> None:
+        read.append(pipe.read_text())
+        read.append(report.read_text())  # the pipe's reader ends once it is written: the file is in
+
+    reader = threading.Thread(target=read_pipe, daemon=True)
+    reader.start()
+    write_together({pipe: lambda out: write_lines(out, ["to the pipe\n"]),
+                    report: lambda out: write_lines(out, ["{}\n"])}, "unused")
+    reader.join(timeout=10)
+    assert read == ["to the pipe\n", "{}\n"] and pipe.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "report.json"]
+
+
 def test_a_file_of_the_user_s_named_like_a_temp_file_survives_a_write(tmp_path: Path) -> None:
     """The temp and staged files were at fixed names beside the output (`report.json.tmp`,
     `report.json.new`, `report.json.new.tmp`): a file of the user's at one of them was overwritten,

@@ -544,7 +544,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
     ckpt = cfg.out_dir / "checkpoint"
     _recover_checkpoint(ckpt)
     # anything there but an empty folder is a checkpoint to resume, or one that cannot be (refused)
-    resuming = ckpt.exists() and not (ckpt.is_dir() and not any(ckpt.iterdir()))
+    resuming = ckpt.exists() and (not ckpt.is_dir() or any(ckpt.iterdir()))
     saved = adapter_config(ckpt) if resuming else None  # read once, for both checks
     if saved is not None:
         check_same_options(saved.get("training", {}).get("config", {}), cfg, ckpt)

@@ -1,0 +1,12 @@
+"""Set-up for the whole test suite."""
+
+import signal
+
+
+def pytest_configure() -> None:
+    """Ctrl-C as a terminal's foreground job gets it, however pytest was started. A job a
+    non-interactive shell runs in the background (`make test &`, `nohup ...`) starts with SIGINT
+    ignored, and Python then keeps ignoring it: the tests that press Ctrl-C (in this process, or in
+    an `askbetter chat` it spawns, which inherits the disposition) saw nothing happen."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -215,12 +215,13 @@ def cmd_chat(args: argparse.Namespace) -> int:
         payload: Command | dict[str, Any] = Command(resume=text) if paused else {"messages": [("user", text)]}
         try:
             result = run_turn(graph, payload, config, context, on_step=printer.step, on_token=printer.token)
-        except RetrievalError as exc:  # e.g. the Chroma server went away: this turn fails, not the chat;
-            print_error(exc)  # run_turn put the thread back, a question it was paused on waiting again
-            paused = bool(graph.get_state(config).interrupts)
-            continue
-        except KeyboardInterrupt:  # Ctrl-C in a turn stops it (its answer halts at once), not the chat; run_turn
-            printer.stopped()  # put the thread back, unless the Ctrl-C came once the turn had ended: ask it
+        except (RetrievalError, KeyboardInterrupt) as exc:  # the turn fails or is stopped, not the chat
+            if isinstance(exc, RetrievalError):  # e.g. the Chroma server went away
+                print_error(exc)
+            else:  # Ctrl-C in a turn: its answer halts at once
+                printer.stopped()
+            # run_turn put the thread back (a question it was paused on waits again), unless the
+            # Ctrl-C came once the turn had ended: ask it
             paused = bool(graph.get_state(config).interrupts)
             continue
         printer.outcome(result)

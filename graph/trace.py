@@ -131,13 +131,14 @@ async def arun_turn(
                 if on_step:
                     on_step(step)
         result.state = dict((await graph.aget_state(_thread_head(config))).values)  # a fork's too: its new head
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        await arestore_thread(graph, config, before, context)
-        raise
-    except Exception:  # a failed turn (a Chroma server gone) is undone alike: sent again, it reads the same dialog
+    except (asyncio.CancelledError, KeyboardInterrupt, Exception) as stop:
+        # a stopped turn and a failed one (a Chroma server gone) are undone alike: sent again, it reads the same dialog
         try:
             await arestore_thread(graph, config, before, context)
-        except Exception as undo:  # the checkpointer failing too: the turn's own error is the one to report
+        except Exception as undo:
+            if not isinstance(stop, Exception):  # a stop: the failed undo's error goes up in its place
+                raise
+            # the checkpointer failing too: the turn's own error is the one to report
             log.warning("the failed turn could not be undone (%s): thread %r keeps it", undo, _thread_id(config))
         raise
     return result

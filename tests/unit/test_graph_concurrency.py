@@ -29,6 +29,7 @@ from askbetter.graph.factory import create_clarifying_rag
 from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
 from askbetter.graph.trace import arun_turn
 from askbetter.nodes.answer import SOURCES_TAG
+from askbetter.retrieval.errors import RetrievalError
 from askbetter.nodes.chat_model import LocalChatModel
 from askbetter.settings import Settings
 from tiny_model import slowed_tiny_model, steps_after_a_cancel
@@ -401,6 +402,40 @@ def test_a_first_turn_stopped_on_a_checkpointer_that_cannot_delete_a_thread_stil
         asyncio.run(asyncio.wait_for(stop_at_the_check(graph, user(TURNS[0]), thread("kept"),
                                                        default_context(Settings())), TIMEOUT))
     assert texts(graph.get_state(thread("kept")).values) == [TURNS[0]]
+
+
+class CannotReachItsStore(InMemorySaver):
+    """A checkpointer whose store is gone by the time a turn is undone: deleting a thread fails."""
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        raise ConnectionError("the checkpointer's database is gone")
+
+
+class ServerGone(StaticRetriever):
+    def search(self, query: str, k: int = 4) -> list[Any]:
+        raise RetrievalError("the Chroma server at localhost:8000 is not reachable")
+
+
+@pytest.mark.parametrize("ending", ["stopped", "failed"])
+def test_a_turn_whose_undo_fails_too_reports_the_undos_error_if_stopped_its_own_if_failed(ending: str, caplog):
+    """A first turn's undo deletes its thread; where that fails, a stopped turn ends in the undo's
+    error (the thread keeps what the stop left, which the caller must hear of), a failed turn (its
+    retriever's server gone) in its own error, the undo's logged."""
+    graph = create_clarifying_rag(
+        clarifier=Hanging(TURNS[0]) if ending == "stopped" else ScriptedClarifier(pre=[None]),
+        retriever=StaticRetriever(PASSAGES) if ending == "stopped" else ServerGone(PASSAGES),
+        answer_model=GenericFakeChatModel(messages=iter([])), rewriter=lambda messages: messages[-1].text,
+        settings=Settings(),
+    ).compile(checkpointer=CannotReachItsStore())
+    context = default_context(Settings())
+    turn = (stop_at_the_check(graph, user(TURNS[0]), thread(ending), context) if ending == "stopped"
+            else arun_turn(graph, user(TURNS[0]), thread(ending), context))
+
+    with pytest.raises(ConnectionError if ending == "stopped" else RetrievalError):
+        asyncio.run(asyncio.wait_for(turn, TIMEOUT))
+    logged = [r.getMessage() for r in caplog.records if "could not be undone" in r.getMessage()]
+    assert len(logged) == (ending == "failed")
+    assert all("database is gone" in message for message in logged)
 
 
 @pytest.mark.parametrize("turns_before", [0, 1])

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Judge a trained adapter (or a training checkpoint) against the shipped one, by the ship rule of
 # clarifier/adapter/TRAINING_LOG.md: its threshold picked on dev.unseen, then dev's figures beside
-# the shipped adapter's, the greeting flips on dev's first 600, and the corpus probe. The test
+# the shipped adapter's, the greeting flips on dev's first 600, the corpus probe, and every
+# off-domain probe together beside the shipped adapter (`scripts/paired_auc.py`). The test
 # split is scored only with --test, once a candidate has passed on dev (choosing on test would
 # make its figures no longer held out).
 #
@@ -11,9 +12,12 @@
 # SHIPPED_DEV_PREDICTIONS names the shipped adapter's `--predictions` on data/dev.unseen.jsonl
 # (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's); `make data` writes the data files.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,
-# dev.compare.md, greet600.flips.txt, corpus.log/.json, with --test test.log/.json. A scoring
-# whose output is there is not run again (so --test after a first run scores the test only).
-# Without --test, about half an hour on this 2-core CPU.
+# dev.compare.md, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt, with --test
+# test.log/.json. A scoring whose output is there is not run again (so --test after a first run
+# scores the test only).
+# Without --test, about half an hour on this 2-core CPU. SHIPPED_DEV_PREDICTIONS and
+# runs/eval/offdomain.shipped.pred.jsonl must be the adapter in clarifier/adapter's: after shipping
+# another one, delete both (the second is made again; make the first as the TRAINING_LOG says).
 set -euo pipefail
 
 if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --test ) ]]; then
@@ -59,6 +63,21 @@ if [[ ! -f $out/corpus.json ]]; then
         --json "$out/corpus.json" --predictions "$out/corpus.pred.jsonl" | tee "$out/corpus.log"
 fi
 grep -v "ex/s" "$out/corpus.log" | head -5
+
+# every off-domain probe together (the corpus probe, scripts/sense_probe.jsonl and
+# scripts/domain_probe.jsonl): the candidate's AUC against the shipped adapter's on the same
+# examples, with a paired-bootstrap interval (each probe alone is a few dozen examples)
+off=runs/eval/offdomain.jsonl off_shipped=runs/eval/offdomain.shipped.pred.jsonl
+cat runs/eval/corpus_probe.jsonl scripts/sense_probe.jsonl scripts/domain_probe.jsonl > "$off.new"
+if cmp -s "$off.new" "$off"; then rm "$off.new"; else mv "$off.new" "$off"; fi  # a changed probe is newer
+if [[ ! -f $off_shipped || $off -nt $off_shipped ]]; then
+    "$bin/askbetter" eval "$off" --adapter bundled --no-questions --predictions "$off_shipped" > /dev/null
+fi
+if [[ ! -f $out/offdomain.pred.jsonl || $off -nt $out/offdomain.pred.jsonl ]]; then
+    "$bin/askbetter" eval "$off" --adapter "$out/adapter" --no-questions \
+        --predictions "$out/offdomain.pred.jsonl" > "$out/offdomain.log"
+fi
+"$bin/python" scripts/paired_auc.py "$off_shipped" "$out/offdomain.pred.jsonl" | tee "$out/offdomain.compare.txt"
 
 if [[ $test == --test && ! -f $out/test.json ]]; then
     "$bin/askbetter" eval data/test.unseen.jsonl --adapter "$out/adapter" --no-questions \

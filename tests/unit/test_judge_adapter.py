@@ -45,6 +45,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         command = root / ".venv" / "bin" / name
         command.write_text(STAND_IN)
         command.chmod(command.stat().st_mode | stat.S_IXUSR)
+    for probe in ("sense_probe.jsonl", "domain_probe.jsonl"):
+        (root / "scripts" / probe).write_text(f'{{"id": "{probe}"}}\n')
     checkpoint = root / "runs" / "full" / "checkpoint"
     checkpoint.mkdir(parents=True)
     for name in ("adapter_config.json", "adapter_model.safetensors", "trainer_state.pt"):
@@ -66,7 +68,7 @@ def _calls(tmp_path: Path) -> list[str]:
     return calls
 
 
-def test_a_first_run_scores_dev_greetings_and_the_probe_on_a_copy_and_a_second_only_the_test(
+def test_a_first_run_scores_dev_greetings_and_the_probes_on_a_copy_and_a_second_only_the_test(
         repo: Path, tmp_path: Path) -> None:
     # from another folder, with relative paths: they are resolved before the script moves
     done = _judge(repo, "repo/runs/full/checkpoint", "repo/runs/full/judge", cwd=tmp_path)
@@ -79,7 +81,13 @@ def test_a_first_run_scores_dev_greetings_and_the_probe_on_a_copy_and_a_second_o
         f"--predictions {out}/greet600.pred.jsonl",
         f"askbetter eval runs/eval/corpus_probe.jsonl --adapter {out}/adapter --no-questions "
         f"--json {out}/corpus.json --predictions {out}/corpus.pred.jsonl",
+        "askbetter eval runs/eval/offdomain.jsonl --adapter bundled --no-questions "
+        "--predictions runs/eval/offdomain.shipped.pred.jsonl",
+        f"askbetter eval runs/eval/offdomain.jsonl --adapter {out}/adapter --no-questions "
+        f"--predictions {out}/offdomain.pred.jsonl",
     ]
+    probes = (repo / "runs/eval/offdomain.jsonl").read_text().splitlines()
+    assert probes[-2:] == ['{"id": "sense_probe.jsonl"}', '{"id": "domain_probe.jsonl"}']  # after the corpus probe's
     assert "no runs/eval/missing.pred.jsonl" in done.stderr  # nothing to compare against
     # calibrate writes into the copy, which leaves the optimizer's state behind
     assert sorted(p.name for p in (out / "adapter").iterdir()) == ["adapter_config.json", "adapter_model.safetensors"]
@@ -92,6 +100,20 @@ def test_a_first_run_scores_dev_greetings_and_the_probe_on_a_copy_and_a_second_o
         f"--json {out}/test.json --predictions {out}/test.pred.jsonl"]
     done = _judge(repo, str(repo / "runs/full/checkpoint"), str(out), "--test", cwd=repo)
     assert [c for c in _calls(tmp_path) if c.startswith("askbetter")] == []  # test.json is there
+
+
+def test_a_changed_off_domain_probe_is_scored_again_for_both_adapters(repo: Path, tmp_path: Path) -> None:
+    """The off-domain predictions are made again, the shipped adapter's too, once a probe changes
+    (both would otherwise score an older file than the one they are compared on)."""
+    assert _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo).returncode == 0
+    _calls(tmp_path)
+    assert _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo).returncode == 0
+    assert not [c for c in _calls(tmp_path) if "offdomain.jsonl" in c]  # the same probes: nothing again
+    (repo / "scripts" / "domain_probe.jsonl").write_text('{"id": "edited"}\n')
+    assert _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo).returncode == 0
+    again = [c for c in _calls(tmp_path) if c.startswith("askbetter eval runs/eval/offdomain.jsonl")]
+    assert [c.split("--predictions ")[1] for c in again] == [
+        "runs/eval/offdomain.shipped.pred.jsonl", f"{repo}/runs/full/judge/offdomain.pred.jsonl"]
 
 
 def test_an_interrupted_copy_is_made_again(repo: Path, tmp_path: Path) -> None:

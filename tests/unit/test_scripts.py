@@ -39,3 +39,27 @@ def test_combine_scores_reads_f1_and_auc_as_n_a_on_examples_of_one_label(
     main(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"))
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4 and all("F1 n/a (n=3); AUC on all n/a (n=6)" in line for line in lines), lines
+
+
+def test_paired_auc_reads_the_candidates_gap_and_refuses_files_of_other_examples(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A candidate that ranks every example right against one that ranks them backwards: ahead in
+    every resample; files that score other examples are refused."""
+    def write(name: str, scores: list[float], ids: range = range(8)) -> str:
+        rows = [f'{{"id": "e{i}", "label": {int(i >= 4)}, "score": {s}, "decision": {str(s >= 0.5).lower()}}}\n'
+                for i, s in zip(ids, scores)]
+        (tmp_path / name).write_text("".join(rows), encoding="utf-8")
+        return str(tmp_path / name)
+
+    rising = [0.1 * i + 0.1 for i in range(8)]
+    shipped, candidate = write("a.jsonl", rising[::-1]), write("b.jsonl", rising)
+    script = str(SCRIPTS[0].with_name("paired_auc.py"))
+    monkeypatch.setattr(sys, "argv", [script, shipped, candidate, "--resamples", "200"])
+    runpy.run_path(script, run_name="__main__")
+    out = capsys.readouterr().out
+    assert "shipped   AUC 0.000" in out and "candidate AUC 1.000, accuracy 100.0% (n=8)" in out
+    assert "candidate - shipped AUC: +1.000, 95% interval [+1.000, +1.000]; candidate ahead in 100%" in out
+
+    monkeypatch.setattr(sys, "argv", [script, shipped, write("c.jsonl", rising, range(1, 9))])
+    with pytest.raises(SystemExit, match="score other examples"):
+        runpy.run_path(script, run_name="__main__")

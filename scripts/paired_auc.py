@@ -1,0 +1,58 @@
+"""Two adapters' AUCs on one small file, with a paired bootstrap interval.
+
+Does a candidate rank a few dozen examples (say the off-domain probes) better or worse than the
+shipped adapter? Reads two `--predictions` files of `askbetter eval` on the same examples and
+prints each adapter's ROC-AUC and accuracy at its own threshold, then the difference of the AUCs
+with a 95% interval from a paired bootstrap (the same resampled examples scored for both) and the
+share of resamples where the candidate ranks better. On a few dozen examples a gap of a tenth can
+be noise; the interval says when it is not.
+
+    python scripts/paired_auc.py runs/eval/offdomain.shipped.pred.jsonl runs/s46/judge/offdomain.pred.jsonl
+"""
+
+import argparse
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from askbetter.clarifier.evaluate import read_predictions
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("shipped", help="the shipped adapter's --predictions")
+    parser.add_argument("candidate", help="the candidate's --predictions on the same examples")
+    parser.add_argument("--resamples", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    shipped = {p["id"]: p for p in read_predictions(args.shipped)}
+    candidate = {p["id"]: p for p in read_predictions(args.candidate)}
+    if shipped.keys() != candidate.keys():
+        raise SystemExit(f"the two files score other examples ({len(shipped.keys() ^ candidate.keys())} "
+                         "ids in one only): score the same file with both adapters")
+    ids = sorted(shipped)
+    labels = np.array([bool(shipped[i]["label"]) for i in ids])
+    if labels.all() or not labels.any():
+        raise SystemExit("every example has the same label: no AUC")
+    scores = {name: np.array([float(rows[i]["score"]) for i in ids])
+              for name, rows in (("shipped", shipped), ("candidate", candidate))}
+    for name, rows in (("shipped", shipped), ("candidate", candidate)):
+        right = np.mean([bool(rows[i]["decision"]) == bool(rows[i]["label"]) for i in ids])
+        print(f"{name:9s} AUC {roc_auc_score(labels, scores[name]):.3f}, accuracy {right:.1%} (n={len(ids)})")
+
+    rng = np.random.default_rng(args.seed)
+    gaps = []
+    for _ in range(args.resamples):
+        pick = rng.integers(0, len(ids), len(ids))
+        if labels[pick].all() or not labels[pick].any():
+            continue
+        gaps.append(roc_auc_score(labels[pick], scores["candidate"][pick])
+                    - roc_auc_score(labels[pick], scores["shipped"][pick]))
+    low, high = np.percentile(gaps, [2.5, 97.5])
+    print(f"candidate - shipped AUC: {np.mean(gaps):+.3f}, 95% interval [{low:+.3f}, {high:+.3f}]; "
+          f"candidate ahead in {np.mean(np.array(gaps) > 0):.0%} of {len(gaps)} paired resamples")
+
+
+if __name__ == "__main__":
+    main()

@@ -62,7 +62,7 @@ if [[ ! -f $out/corpus.json ]]; then
     "$bin/askbetter" eval runs/eval/corpus_probe.jsonl --adapter "$out/adapter" --no-questions \
         --json "$out/corpus.json" --predictions "$out/corpus.pred.jsonl" | tee "$out/corpus.log"
 fi
-grep -v "ex/s" "$out/corpus.log" | head -5
+head -5 "$out/corpus.log"  # the report (tee keeps stdout; the progress bar goes to stderr)
 
 # every off-domain probe together (the corpus probe, scripts/sense_probe.jsonl and
 # scripts/domain_probe.jsonl): the candidate's AUC against the shipped adapter's on the same

@@ -63,3 +63,30 @@ def test_paired_auc_reads_the_candidates_gap_and_refuses_files_of_other_examples
     monkeypatch.setattr(sys, "argv", [script, shipped, write("c.jsonl", rising, range(1, 9))])
     with pytest.raises(SystemExit, match="score other examples"):
         runpy.run_path(script, run_name="__main__")
+
+
+def test_declarative_passages_rewrites_ambignq_readings_as_statements_and_nothing_else() -> None:
+    """Each pattern's statement; a passage no pattern fits, a titled (Wikipedia) passage and
+    another source's passages are left as they were."""
+    module = runpy.run_path(str(SCRIPTS[0].with_name("declarative_passages.py")))
+    as_statement, rewrite = module["as_statement"], module["rewrite"]
+    assert as_statement("Who was the Indian Test Match captain in 2018", "Virat Kohli") == \
+        "Virat Kohli was the Indian Test Match captain in 2018."
+    assert as_statement("Where was the 2014 FIFA World Cup held?", "Brazil") == "The 2014 FIFA World Cup was held in Brazil."
+    assert as_statement("When was the last time the cubs won", "2016") == "The last time the cubs won was in 2016."
+    assert as_statement("When did the Chicago Fire Soccer Club start", "October 8, 1997.") == \
+        "On October 8, 1997, the Chicago Fire Soccer Club start."
+    assert as_statement("What is the name of the brightest star in lyra", "Vega") == \
+        "The name of the brightest star in lyra is Vega."
+    assert as_statement("How many teams qualify for the champions league", "four") == \
+        "Four teams qualify for the champions league."
+    assert as_statement("Name of the brightest star in lyra", "Vega") is None
+
+    kept = [{"id": "p1", "text": "Name of the brightest star in lyra — Vega."},
+            {"id": "p2", "title": "Grease", "text": "Who played rizzo — Stockard Channing."}]
+    example = {"source": "ambignq", "documents": [{"id": "p0", "text": "Who played rizzo in grease — Stockard Channing."},
+                                                  *[dict(d) for d in kept]]}
+    assert rewrite(example) == (1, 1)
+    assert example["documents"] == [{"id": "p0", "text": "Stockard Channing played rizzo in grease."}, *kept]
+    other = {"source": "canard", "documents": [{"id": "p1", "text": "Who played rizzo in grease — Stockard Channing."}]}
+    assert rewrite(other) == (0, 0) and other["documents"][0]["text"].endswith("— Stockard Channing.")

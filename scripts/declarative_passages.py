@@ -5,7 +5,8 @@ its answer ("Who was the Indian Test Match captain in 2018 — Virat Kohli."). N
 looks like that, and the shipped adapter reads the form: on the 213 dev.unseen AmbigNQ `post`
 examples whose readings all start with "Who", the same passages as statements ("Virat Kohli was
 the Indian Test Match captain in 2018.") take it from 93.9% to 77.9% (AUC 0.980 to 0.885). This
-rewrites such passages in a built file by a few patterns (who, when, where, what/which, how many);
+rewrites such passages in a built file by a few patterns (who, when, where, what/which, how
+many/long/much, a leading "As of 2017," or "In what year");
 a passage no pattern fits keeps its form, and the counts say how many did. An experiment's data
 recipe: if a model trained on it does better off our sources, the build's `_passage` is next.
 
@@ -18,13 +19,23 @@ import re
 from pathlib import Path
 
 _BE = r"(is|was|are|were)"
+_DO = r"(did|does|do|will)"
 _PARTICIPLE = re.compile(r"^(\w+(ed|en)|held|built|made|born|shot|sung|sold|found|begun)$")
+_LEAD = re.compile(r"^((?:as of|in|on|at|during|after|before|since|by|according to) [^,]+), (.+)$", re.I)
+_PREP_WHAT = re.compile(r"^(in|on|at|during|over|from|for|to|by) (?:what|which) (\w+) (.+)$", re.I)
+_WHO_DO = re.compile(rf"^who {_DO} (.+)$", re.I)
 _WHO = re.compile(r"^who (\w+) (.+)$", re.I)
 _WHEN_OR_WHERE_BE = re.compile(rf"^(when|where) {_BE} (.+)$", re.I)
-_WHEN_OR_WHERE_DO = re.compile(r"^(when|where) (did|does|do) (.+)$", re.I)
+_WHEN_OR_WHERE_DO = re.compile(rf"^(when|where) {_DO} (.+)$", re.I)
 _WHAT_BE = re.compile(rf"^(?:what|which) {_BE} (.+)$", re.I)
+_WHAT_DO = re.compile(rf"^(?:what|which) {_DO} (.+)$", re.I)
+_WHAT_NOUN_DO = re.compile(rf"^(?:what|which) (\w+) {_DO} (.+)$", re.I)
 _WHAT_NOUN = re.compile(r"^(?:what|which) (\w+) (.+)$", re.I)
 _HOW_MANY = re.compile(r"^how many (.+)$", re.I)
+_HOW_BE = re.compile(rf"^how (?:long|much|old|far|big|tall|high|deep|large) {_BE} (.+)$", re.I)
+_HOW_DO = re.compile(rf"^how (?:long|much|old|far|big|tall|high|deep|large) {_DO} (.+)$", re.I)
+_AUX = re.compile(r"^(?:is|was|are|were|did|does|do|will) ", re.I)
+_CONTRACTIONS = re.compile(r"^(what|who|where|when)'s ", re.I)
 _QA = re.compile(r"^(.+?) — (.+)\.$")
 _MONTHS = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|"
                      r"November|December)\s+\d", re.I)
@@ -39,7 +50,15 @@ def _when_or_where(word: str, answer: str) -> str:
 def as_statement(question: str, answer: str) -> str | None:
     """The reading as one declarative sentence, or None where no pattern fits."""
     q, a = question.strip().rstrip(" ?"), answer.strip().rstrip(".")
-    if m := _WHO.match(q):
+    q = _CONTRACTIONS.sub(lambda m: f"{m[1]} is ", q)
+    if m := _LEAD.match(q):  # "As of 2017, when was ...": the rest as a statement, the phrase first
+        rest = as_statement(m[2], a)
+        return None if rest is None else f"{m[1][0].upper()}{m[1][1:]}, {rest[0].lower()}{rest[1:]}"
+    if m := _PREP_WHAT.match(q):  # "In what city is the Orange Bowl held": "In the city X, the Orange Bowl held"
+        text = f"{m[1]} the {m[2]} {a}, {_AUX.sub('', m[3])}"
+    elif m := _WHO_DO.match(q):  # whom: "Oakland Raiders is who the Eagles play ..."
+        text = f"{a} is who {m[2]}"
+    elif m := _WHO.match(q):
         text = f"{a} {m[1]} {m[2]}"
     elif m := _WHEN_OR_WHERE_BE.match(q):
         *subject, last = m[3].split()
@@ -49,13 +68,21 @@ def as_statement(question: str, answer: str) -> str | None:
         passive = subject and _PARTICIPLE.match(last) and " time " not in f" {m[3]} "
         text = f"{' '.join(subject)} {m[2]} {last} {prep} {a}" if passive else f"{m[3]} {m[2]} {prep} {a}"
     elif m := _WHEN_OR_WHERE_DO.match(q):
-        text = f"{_when_or_where(m[1], a).capitalize()} {a}, {m[3]}"
+        text = f"{_when_or_where(m[1], a)} {a}, {m[3]}"
     elif m := _WHAT_BE.match(q):
         text = f"{m[2]} {m[1]} {a}"
-    elif (m := _WHAT_NOUN.match(q)) and m[1].lower() not in {"is", "was", "are", "were", "did", "does", "do"}:
-        text = f"The {m[1]} {a} {m[2]}"
+    elif m := _WHAT_DO.match(q):
+        text = f"{m[2]}: {a}"
+    elif m := _WHAT_NOUN_DO.match(q):  # "what year did rachel have emma": "in the year 2002, ..."
+        text = f"in the {m[1]} {a}, {m[3]}"
+    elif m := _WHAT_NOUN.match(q):
+        text = f"the {m[1]} {a} {m[2]}"
     elif m := _HOW_MANY.match(q):
         text = f"{a} {m[1]}"
+    elif m := _HOW_BE.match(q):
+        text = f"{m[2]} {m[1]} {a}"
+    elif m := _HOW_DO.match(q):
+        text = f"{m[2]} {a}"
     else:
         return None
     return f"{text[0].upper()}{text[1:]}."

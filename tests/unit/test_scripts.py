@@ -90,3 +90,14 @@ def test_declarative_passages_rewrites_ambignq_readings_as_statements_and_nothin
     assert example["documents"] == [{"id": "p0", "text": "Stockard Channing played rizzo in grease."}, *kept]
     other = {"source": "canard", "documents": [{"id": "p1", "text": "Who played rizzo in grease — Stockard Channing."}]}
     assert rewrite(other) == (0, 0) and other["documents"][0]["text"].endswith("— Stockard Channing.")
+
+
+def test_declarative_passages_moves_a_leading_phrase_and_drops_the_inverted_auxiliary() -> None:
+    as_statement = runpy.run_path(str(SCRIPTS[0].with_name("declarative_passages.py")))["as_statement"]
+    assert as_statement("As of 2017, when was the last time the warriors won a championship", "2017") == \
+        "As of 2017, the last time the warriors won a championship was in 2017."
+    assert as_statement("In what city is the Orange Bowl held in 2016", "Miami Gardens") == \
+        "In the city Miami Gardens, the Orange Bowl held in 2016."
+    assert as_statement("What's the name of the cat with no hair", "Sphynx") == "The name of the cat with no hair is Sphynx."
+    assert as_statement("Who did the Eagles play in the Superbowl", "Oakland Raiders") == \
+        "Oakland Raiders is who the Eagles play in the Superbowl."

@@ -16,6 +16,7 @@ recipe: if a model trained on it does better off our sources, the build's `_pass
 import argparse
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 _BE = r"(is|was|are|were)"
@@ -47,6 +48,33 @@ def _when_or_where(word: str, answer: str) -> str:
     return "on" if _MONTHS.search(answer) else "in"
 
 
+def _when_or_where_be(m: re.Match[str], a: str) -> str:
+    *subject, last = m[3].split()
+    prep = _when_or_where(m[1], a)
+    # "was the story written": passive, "was" goes before the participle; "was the last time
+    # they played": the time is the subject, the verb past tense
+    passive = subject and _PARTICIPLE.match(last) and " time " not in f" {m[3]} "
+    return f"{' '.join(subject)} {m[2]} {last} {prep} {a}" if passive else f"{m[3]} {m[2]} {prep} {a}"
+
+
+#: (question pattern, the statement from its match and the answer), the first that matches wins
+_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], str], str]], ...] = (
+    # "In what city is the Orange Bowl held": "In the city X, the Orange Bowl held"
+    (_PREP_WHAT, lambda m, a: f"{m[1]} the {m[2]} {a}, {_AUX.sub('', m[3])}"),
+    (_WHO_DO, lambda m, a: f"{a} is who {m[2]}"),  # whom: "Oakland Raiders is who the Eagles play"
+    (_WHO, lambda m, a: f"{a} {m[1]} {m[2]}"),
+    (_WHEN_OR_WHERE_BE, _when_or_where_be),
+    (_WHEN_OR_WHERE_DO, lambda m, a: f"{_when_or_where(m[1], a)} {a}, {m[3]}"),
+    (_WHAT_BE, lambda m, a: f"{m[2]} {m[1]} {a}"),
+    (_WHAT_DO, lambda m, a: f"{m[2]}: {a}"),
+    (_WHAT_NOUN_DO, lambda m, a: f"in the {m[1]} {a}, {m[3]}"),  # "In the year 2002, rachel have emma"
+    (_WHAT_NOUN, lambda m, a: f"the {m[1]} {a} {m[2]}"),
+    (_HOW_MANY, lambda m, a: f"{a} {m[1]}"),
+    (_HOW_BE, lambda m, a: f"{m[2]} {m[1]} {a}"),
+    (_HOW_DO, lambda m, a: f"{m[2]} {a}"),
+)
+
+
 def as_statement(question: str, answer: str) -> str | None:
     """The reading as one declarative sentence, or None where no pattern fits."""
     q, a = question.strip().rstrip(" ?"), answer.strip().rstrip(".")
@@ -54,38 +82,11 @@ def as_statement(question: str, answer: str) -> str | None:
     if m := _LEAD.match(q):  # "As of 2017, when was ...": the rest as a statement, the phrase first
         rest = as_statement(m[2], a)
         return None if rest is None else f"{m[1][0].upper()}{m[1][1:]}, {rest[0].lower()}{rest[1:]}"
-    if m := _PREP_WHAT.match(q):  # "In what city is the Orange Bowl held": "In the city X, the Orange Bowl held"
-        text = f"{m[1]} the {m[2]} {a}, {_AUX.sub('', m[3])}"
-    elif m := _WHO_DO.match(q):  # whom: "Oakland Raiders is who the Eagles play ..."
-        text = f"{a} is who {m[2]}"
-    elif m := _WHO.match(q):
-        text = f"{a} {m[1]} {m[2]}"
-    elif m := _WHEN_OR_WHERE_BE.match(q):
-        *subject, last = m[3].split()
-        prep = _when_or_where(m[1], a)
-        # "was the story written": passive, "was" goes before the participle; "was the last time
-        # they played": the time is the subject, the verb past tense
-        passive = subject and _PARTICIPLE.match(last) and " time " not in f" {m[3]} "
-        text = f"{' '.join(subject)} {m[2]} {last} {prep} {a}" if passive else f"{m[3]} {m[2]} {prep} {a}"
-    elif m := _WHEN_OR_WHERE_DO.match(q):
-        text = f"{_when_or_where(m[1], a)} {a}, {m[3]}"
-    elif m := _WHAT_BE.match(q):
-        text = f"{m[2]} {m[1]} {a}"
-    elif m := _WHAT_DO.match(q):
-        text = f"{m[2]}: {a}"
-    elif m := _WHAT_NOUN_DO.match(q):  # "what year did rachel have emma": "in the year 2002, ..."
-        text = f"in the {m[1]} {a}, {m[3]}"
-    elif m := _WHAT_NOUN.match(q):
-        text = f"the {m[1]} {a} {m[2]}"
-    elif m := _HOW_MANY.match(q):
-        text = f"{a} {m[1]}"
-    elif m := _HOW_BE.match(q):
-        text = f"{m[2]} {m[1]} {a}"
-    elif m := _HOW_DO.match(q):
-        text = f"{m[2]} {a}"
-    else:
-        return None
-    return f"{text[0].upper()}{text[1:]}."
+    for pattern, statement in _RULES:
+        if m := pattern.match(q):
+            text = statement(m, a)
+            return f"{text[0].upper()}{text[1:]}."
+    return None
 
 
 def rewrite(example: dict) -> tuple[int, int]:

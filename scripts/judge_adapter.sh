@@ -9,8 +9,10 @@
 #   bash scripts/judge_adapter.sh runs/full/checkpoint runs/full/judge          # dev and probes
 #   bash scripts/judge_adapter.sh runs/full/checkpoint runs/full/judge --test   # then the test split
 #
-# SHIPPED_DEV_PREDICTIONS names the shipped adapter's `--predictions` on data/dev.unseen.jsonl
-# (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's); `make data` writes the data files.
+# DEV_FILE names the dev file the threshold is picked on (default data/dev.unseen.jsonl;
+# data/decl/dev.jsonl for run s48, see the TRAINING_LOG), SHIPPED_DEV_PREDICTIONS the shipped
+# adapter's `--predictions` on that file (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's
+# on dev.unseen); `make data` writes the data files.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,
 # dev.compare.md, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt, with --test
 # test.log/.json. A scoring whose output is there is not run again (so --test after a first run
@@ -26,7 +28,7 @@ if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --test ) ]]; then
 fi
 source_dir=$(realpath "$1") out=$(realpath -m "$2") test=${3:-}
 cd "$(dirname "$0")/.."  # the repository: .venv, data/, runs/ are read from there
-shipped=${SHIPPED_DEV_PREDICTIONS:-runs/eval/dev.unseen.s37.pred.jsonl}
+shipped=${SHIPPED_DEV_PREDICTIONS:-runs/eval/dev.unseen.s37.pred.jsonl} dev=${DEV_FILE:-data/dev.unseen.jsonl}
 bin=.venv/bin
 export HF_HUB_OFFLINE=1
 
@@ -38,20 +40,23 @@ if [[ ! -d $out/adapter ]]; then  # a copy: calibrate writes its threshold into 
     mv "$out/adapter.partial" "$out/adapter"
 fi
 if [[ ! -f $out/dev.pred.jsonl ]]; then
-    "$bin/askbetter" calibrate data/dev.unseen.jsonl --adapter "$out/adapter" --predictions "$out/dev.pred.jsonl" \
+    "$bin/askbetter" calibrate "$dev" --adapter "$out/adapter" --predictions "$out/dev.pred.jsonl" \
         | tee "$out/calibrate.log"
 fi
 if [[ -f $shipped ]]; then
     "$bin/python" scripts/compare_predictions.py "shipped=$shipped" "candidate=$out/dev.pred.jsonl" | tee "$out/dev.compare.md"
 else
-    echo "no $shipped: score the shipped adapter on data/dev.unseen.jsonl with --predictions to compare" >&2
+    echo "no $shipped: score the shipped adapter on $dev with --predictions to compare" >&2
 fi
 
-# greetings before the first 600 dev conversations: how many decisions change
-[[ -f runs/eval/dev.greet.jsonl ]] || "$bin/python" scripts/smalltalk_prefix.py write data/dev.unseen.jsonl runs/eval/dev.greet.jsonl
+# greetings before the first 600 dev conversations: how many decisions change (the greeted copy of
+# another DEV_FILE is written beside it)
+greet=runs/eval/dev.greet.jsonl
+[[ $dev == data/dev.unseen.jsonl ]] || greet=${dev%.jsonl}.greet.jsonl
+[[ -f $greet ]] || "$bin/python" scripts/smalltalk_prefix.py write "$dev" "$greet"
 head -600 "$out/dev.pred.jsonl" > "$out/dev600.pred.jsonl"
 if [[ ! -f $out/greet600.pred.jsonl ]]; then
-    "$bin/askbetter" eval runs/eval/dev.greet.jsonl --adapter "$out/adapter" --no-questions --limit 600 \
+    "$bin/askbetter" eval "$greet" --adapter "$out/adapter" --no-questions --limit 600 \
         --predictions "$out/greet600.pred.jsonl" > "$out/greet600.log"
 fi
 "$bin/python" scripts/smalltalk_prefix.py flips "$out/dev600.pred.jsonl" "$out/greet600.pred.jsonl" | tee "$out/greet600.flips.txt"

@@ -55,8 +55,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def _judge(repo: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SHIPPED_DEV_PREDICTIONS": "runs/eval/missing.pred.jsonl"}
+def _judge(repo: Path, *args: str, cwd: Path, **env_vars: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SHIPPED_DEV_PREDICTIONS": "runs/eval/missing.pred.jsonl", **env_vars}
     return subprocess.run(["bash", str(repo / "scripts" / SCRIPT.name), *args], cwd=cwd, env=env,
                           capture_output=True, text=True, check=False)
 
@@ -130,3 +130,15 @@ def test_wrong_arguments_print_the_usage_and_run_nothing(repo: Path, tmp_path: P
     done = _judge(repo, *args, cwd=repo)
     assert done.returncode == 2 and done.stderr.startswith("usage: bash scripts/judge_adapter.sh")
     assert _calls(tmp_path) == []
+
+
+def test_another_dev_file_is_calibrated_on_and_greeted_beside_itself(repo: Path, tmp_path: Path) -> None:
+    """DEV_FILE (run s48's dev with AmbigNQ's passages as statements): the threshold is picked on
+    it and the greetings go before its own conversations, not dev.unseen's."""
+    done = _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo, DEV_FILE="data/decl/dev.jsonl")
+    assert done.returncode == 0, done.stderr
+    out = repo / "runs" / "full" / "judge"
+    calls = _calls(tmp_path)
+    assert calls[0] == f"askbetter calibrate data/decl/dev.jsonl --adapter {out}/adapter --predictions {out}/dev.pred.jsonl"
+    assert "python scripts/smalltalk_prefix.py write data/decl/dev.jsonl data/decl/dev.greet.jsonl" in calls
+    assert any(c.startswith("askbetter eval data/decl/dev.greet.jsonl ") for c in calls)

@@ -113,12 +113,13 @@ def check_output_files(examples: Path | None, /, *, spare: Iterable[Path] = (), 
     could not be written (a folder, under a file, or where the user may not write), or that names
     the `examples` file read, if any (the run would write over its own data), one of the adapter's
     files in `spare` (the adapter it scores with), or another output's file (one would overwrite
-    the other)."""
+    the other). A device or a pipe is written in place (`writes_through`), overwriting nothing:
+    several outputs may name it (`--json /dev/null --predictions /dev/null`)."""
     _check_outputs(paths, folders=False)
     seen = {} if examples is None else {examples.resolve(): "the examples file"}
     seen.update(dict.fromkeys((file.resolve() for file in spare), "a file of the adapter"))
     for option, path in paths.items():
-        if path is None:
+        if path is None or writes_through(path):
             continue
         flag = f"--{option.replace('_', '-')}"
         taken = seen.setdefault(path.resolve(), f"the file of {flag}")

@@ -259,6 +259,7 @@ def test_an_output_file_that_is_a_link_to_a_file_is_refused_and_a_pipe_or_a_devi
     assert link.is_symlink() and target.read_text() == "{}"
     for out in (pipe, Path(os.devnull)):
         check_output_files(tmp_path / "examples.jsonl", json=out)
+        check_output_files(tmp_path / "examples.jsonl", json=out, predictions=out)  # both written in place
     read: list[str] = []
     reader = threading.Thread(target=lambda: read.append(pipe.read_text()), daemon=True)
     reader.start()

@@ -30,8 +30,10 @@ _WHEN_OR_WHERE_BE = re.compile(rf"^(when|where) {_BE} (.+)$", re.I)
 _WHEN_OR_WHERE_DO = re.compile(rf"^(when|where) {_DO} (.+)$", re.I)
 _WHAT_BE = re.compile(rf"^(?:what|which) {_BE} (.+)$", re.I)
 _WHAT_DO = re.compile(rf"^(?:what|which) {_DO} (.+)$", re.I)
-_WHAT_NOUN_DO = re.compile(rf"^(?:what|which) (\w+) {_DO} (.+)$", re.I)
-_WHAT_NOUN = re.compile(r"^(?:what|which) (\w+) (.+)$", re.I)
+# the noun after "what": one word or "body of water", not a verb ("what happened to")
+_NOUN = r"(?!\w+ed\b|happens\b|causes\b|makes\b|means\b|goes\b|comes\b)(\w+(?: of \w+)?)"
+_WHAT_NOUN_DO = re.compile(rf"^(?:what|which) {_NOUN} {_DO} (.+)$", re.I)
+_WHAT_NOUN = re.compile(rf"^(?:what|which) {_NOUN} (.+)$", re.I)
 _HOW_MANY = re.compile(r"^how many (.+)$", re.I)
 _HOW_BE = re.compile(rf"^how (?:long|much|old|far|big|tall|high|deep|large) {_BE} (.+)$", re.I)
 _HOW_DO = re.compile(rf"^how (?:long|much|old|far|big|tall|high|deep|large) {_DO} (.+)$", re.I)
@@ -39,7 +41,7 @@ _AUX = re.compile(r"^(?:is|was|are|were|did|does|do|will) ", re.I)
 _CONTRACTIONS = re.compile(r"^(what|who|where|when)'s ", re.I)
 _QA = re.compile(r"^(.+?) — (.+)\.$")
 _MONTHS = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|"
-                     r"November|December)\s+\d", re.I)
+                     r"November|December)\s+\d{1,2}\b", re.I)  # a day: "on June 5", but "in June 2016"
 
 
 def _when_or_where(word: str, answer: str) -> str:
@@ -77,15 +79,18 @@ _RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], str], str]], ...] 
 
 def as_statement(question: str, answer: str) -> str | None:
     """The reading as one declarative sentence, or None where no pattern fits."""
-    q, a = question.strip().rstrip(" ?"), answer.strip().rstrip(".")
+    text = _statement(question.strip().rstrip(" ?"), answer.strip().rstrip("."))
+    return None if text is None else f"{text[0].upper()}{text[1:]}."
+
+
+def _statement(q: str, a: str) -> str | None:
     q = _CONTRACTIONS.sub(lambda m: f"{m[1]} is ", q)
     if m := _LEAD.match(q):  # "As of 2017, when was ...": the rest as a statement, the phrase first
-        rest = as_statement(m[2], a)
-        return None if rest is None else f"{m[1][0].upper()}{m[1][1:]}, {rest[0].lower()}{rest[1:]}"
+        rest = _statement(m[2], a)
+        return None if rest is None else f"{m[1]}, {rest}"
     for pattern, statement in _RULES:
         if m := pattern.match(q):
-            text = statement(m, a)
-            return f"{text[0].upper()}{text[1:]}."
+            return statement(m, a)
     return None
 
 

@@ -29,8 +29,8 @@ from askbetter.graph.factory import create_clarifying_rag
 from askbetter.graph.testing import ScriptedClarifier, StaticRetriever
 from askbetter.graph.trace import arun_turn
 from askbetter.nodes.answer import SOURCES_TAG
-from askbetter.retrieval.errors import RetrievalError
 from askbetter.nodes.chat_model import LocalChatModel
+from askbetter.retrieval.errors import RetrievalError
 from askbetter.settings import Settings
 from tiny_model import slowed_tiny_model, steps_after_a_cancel
 

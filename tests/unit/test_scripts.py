@@ -60,6 +60,10 @@ def test_paired_auc_reads_the_candidates_gap_and_refuses_files_of_other_examples
     assert "shipped   AUC 0.000" in out and "candidate AUC 1.000, accuracy 100.0% (n=8)" in out
     assert "candidate - shipped AUC: +1.000, 95% interval [+1.000, +1.000]; candidate ahead in 100%" in out
 
+    monkeypatch.setattr(sys, "argv", [script, shipped, shipped, "--resamples", "200"])  # the same scores
+    runpy.run_path(script, run_name="__main__")
+    assert "candidate - shipped AUC: +0.000, 95% interval [+0.000, +0.000]; candidate ahead in 0%" in capsys.readouterr().out
+
     monkeypatch.setattr(sys, "argv", [script, shipped, write("c.jsonl", rising, range(1, 9))])
     with pytest.raises(SystemExit, match="score other examples"):
         runpy.run_path(script, run_name="__main__")
@@ -101,3 +105,10 @@ def test_declarative_passages_moves_a_leading_phrase_and_drops_the_inverted_auxi
     assert as_statement("What's the name of the cat with no hair", "Sphynx") == "The name of the cat with no hair is Sphynx."
     assert as_statement("Who did the Eagles play in the Superbowl", "Oakland Raiders") == \
         "Oakland Raiders is who the Eagles play in the Superbowl."
+    assert as_statement("In 2017, who was the leader of the opposition", "Mallikarjun Kharge") == \
+        "In 2017, Mallikarjun Kharge was the leader of the opposition."  # the answer's capital kept
+    assert as_statement("When was the film released", "June 2016") == "The film was released in June 2016."
+    assert as_statement("When was the film released", "June 5, 2016") == "The film was released on June 5, 2016."
+    assert as_statement("What body of water do the tigris and euphrates flow into", "Arvand Rud") == \
+        "In the body of water Arvand Rud, the tigris and euphrates flow into."
+    assert as_statement("What happened to the titanic", "It sank") is None  # "happened" is no noun

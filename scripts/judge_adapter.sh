@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Judge a trained adapter (or a training checkpoint) against the shipped one, by the ship rule of
-# clarifier/adapter/TRAINING_LOG.md: its threshold picked on dev.unseen, then dev's figures beside
+# clarifier/adapter/TRAINING_LOG.md: its threshold picked on dev (DEV_FILE), then dev's figures beside
 # the shipped adapter's, the greeting flips on dev's first 600, the corpus probe, and every
 # off-domain probe together beside the shipped adapter (`scripts/paired_auc.py`). The test
 # split is scored only with --test, once a candidate has passed on dev (choosing on test would
@@ -12,7 +12,9 @@
 # DEV_FILE names the dev file the threshold is picked on (default data/dev.unseen.jsonl;
 # data/decl/dev.jsonl for run s48, see the TRAINING_LOG), SHIPPED_DEV_PREDICTIONS the shipped
 # adapter's `--predictions` on that file (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's
-# on dev.unseen); `make data` writes the data files.
+# on dev.unseen; required with DEV_FILE), both relative to the repository; `make data` writes the
+# data files. An OUT_DIR is judged on one dev file (recorded in OUT_DIR/dev_file): judge on
+# another into another OUT_DIR.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,
 # dev.compare.md, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt, with --test
 # test.log/.json. A scoring whose output is there is not run again (so --test after a first run
@@ -28,11 +30,20 @@ if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --test ) ]]; then
 fi
 source_dir=$(realpath "$1") out=$(realpath -m "$2") test=${3:-}
 cd "$(dirname "$0")/.."  # the repository: .venv, data/, runs/ are read from there
+if [[ -n ${DEV_FILE:-} && -z ${SHIPPED_DEV_PREDICTIONS:-} ]]; then
+    echo "DEV_FILE=$DEV_FILE needs SHIPPED_DEV_PREDICTIONS: the shipped adapter's --predictions on that file" >&2
+    exit 2
+fi
 shipped=${SHIPPED_DEV_PREDICTIONS:-runs/eval/dev.unseen.s37.pred.jsonl} dev=${DEV_FILE:-data/dev.unseen.jsonl}
 bin=.venv/bin
 export HF_HUB_OFFLINE=1
 
 mkdir -p "$out"
+if [[ -f $out/dev_file && $(cat "$out/dev_file") != "$dev" ]]; then  # its threshold and scores are another file's
+    echo "$out was judged on $(cat "$out/dev_file"), not $dev: judge into another OUT_DIR" >&2
+    exit 2
+fi
+echo "$dev" > "$out/dev_file"
 if [[ ! -d $out/adapter ]]; then  # a copy: calibrate writes its threshold into the adapter's config
     rm -rf "$out/adapter.partial"  # an interrupted copy's
     cp -r "$source_dir" "$out/adapter.partial"
@@ -53,7 +64,7 @@ fi
 # another DEV_FILE is written beside it)
 greet=runs/eval/dev.greet.jsonl
 [[ $dev == data/dev.unseen.jsonl ]] || greet=${dev%.jsonl}.greet.jsonl
-[[ -f $greet ]] || "$bin/python" scripts/smalltalk_prefix.py write "$dev" "$greet"
+[[ -f $greet && $greet -nt $dev ]] || "$bin/python" scripts/smalltalk_prefix.py write "$dev" "$greet"
 head -600 "$out/dev.pred.jsonl" > "$out/dev600.pred.jsonl"
 if [[ ! -f $out/greet600.pred.jsonl ]]; then
     "$bin/askbetter" eval "$greet" --adapter "$out/adapter" --no-questions --limit 600 \

@@ -135,10 +135,19 @@ def test_wrong_arguments_print_the_usage_and_run_nothing(repo: Path, tmp_path: P
 def test_another_dev_file_is_calibrated_on_and_greeted_beside_itself(repo: Path, tmp_path: Path) -> None:
     """DEV_FILE (run s48's dev with AmbigNQ's passages as statements): the threshold is picked on
     it and the greetings go before its own conversations, not dev.unseen's."""
-    done = _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo, DEV_FILE="data/decl/dev.jsonl")
+    decl = {"DEV_FILE": "data/decl/dev.jsonl", "SHIPPED_DEV_PREDICTIONS": "runs/eval/dev.decl.missing.jsonl"}
+    alone = _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo, DEV_FILE="data/decl/dev.jsonl",
+                   SHIPPED_DEV_PREDICTIONS="")
+    assert alone.returncode == 2 and "needs SHIPPED_DEV_PREDICTIONS" in alone.stderr  # not dev.unseen's
+    done = _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo, **decl)
     assert done.returncode == 0, done.stderr
     out = repo / "runs" / "full" / "judge"
     calls = _calls(tmp_path)
     assert calls[0] == f"askbetter calibrate data/decl/dev.jsonl --adapter {out}/adapter --predictions {out}/dev.pred.jsonl"
     assert "python scripts/smalltalk_prefix.py write data/decl/dev.jsonl data/decl/dev.greet.jsonl" in calls
     assert any(c.startswith("askbetter eval data/decl/dev.greet.jsonl ") for c in calls)
+
+    # the same OUT_DIR judged again on dev.unseen would keep the decl file's threshold and scores
+    again = _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo)
+    assert again.returncode == 2 and "was judged on data/decl/dev.jsonl, not data/dev.unseen.jsonl" in again.stderr
+    assert _calls(tmp_path) == []

@@ -23,20 +23,9 @@ _BE = r"(is|was|are|were)"
 _DO = r"(did|does|do|will)"
 _PARTICIPLE = re.compile(r"^(\w+(ed|en)|held|built|made|born|shot|sung|sold|found|begun)$")
 _LEAD = re.compile(r"^((?:as of|in|on|at|during|after|before|since|by|according to) [^,]+), (.+)$", re.I)
-_PREP_WHAT = re.compile(r"^(in|on|at|during|over|from|for|to|by) (?:what|which) (\w+) (.+)$", re.I)
-_WHO_DO = re.compile(rf"^who {_DO} (.+)$", re.I)
-_WHO = re.compile(r"^who (\w+) (.+)$", re.I)
-_WHEN_OR_WHERE_BE = re.compile(rf"^(when|where) {_BE} (.+)$", re.I)
-_WHEN_OR_WHERE_DO = re.compile(rf"^(when|where) {_DO} (.+)$", re.I)
-_WHAT_BE = re.compile(rf"^(?:what|which) {_BE} (.+)$", re.I)
-_WHAT_DO = re.compile(rf"^(?:what|which) {_DO} (.+)$", re.I)
+_HOW = r"how (?:long|much|old|far|big|tall|high|deep|large)"
 # the noun after "what": one word or "body of water", not a verb ("what happened to")
 _NOUN = r"(?!\w+ed\b|happens\b|causes\b|makes\b|means\b|goes\b|comes\b)(\w+(?: of \w+)?)"
-_WHAT_NOUN_DO = re.compile(rf"^(?:what|which) {_NOUN} {_DO} (.+)$", re.I)
-_WHAT_NOUN = re.compile(rf"^(?:what|which) {_NOUN} (.+)$", re.I)
-_HOW_MANY = re.compile(r"^how many (.+)$", re.I)
-_HOW_BE = re.compile(rf"^how (?:long|much|old|far|big|tall|high|deep|large) {_BE} (.+)$", re.I)
-_HOW_DO = re.compile(rf"^how (?:long|much|old|far|big|tall|high|deep|large) {_DO} (.+)$", re.I)
 _AUX = re.compile(r"^(?:is|was|are|were|did|does|do|will) ", re.I)
 _CONTRACTIONS = re.compile(r"^(what|who|where|when)'s ", re.I)
 _QA = re.compile(r"^(.+?) — (.+)\.$")
@@ -59,21 +48,25 @@ def _when_or_where_be(m: re.Match[str], a: str) -> str:
     return f"{' '.join(subject)} {m[2]} {last} {prep} {a}" if passive else f"{m[3]} {m[2]} {prep} {a}"
 
 
-#: (question pattern, the statement from its match and the answer), the first that matches wins
-_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], str], str]], ...] = (
-    # "In what city is the Orange Bowl held": "In the city X, the Orange Bowl held"
-    (_PREP_WHAT, lambda m, a: f"{m[1]} the {m[2]} {a}, {_AUX.sub('', m[3])}"),
-    (_WHO_DO, lambda m, a: f"{a} is who {m[2]}"),  # whom: "Oakland Raiders is who the Eagles play"
-    (_WHO, lambda m, a: f"{a} {m[1]} {m[2]}"),
-    (_WHEN_OR_WHERE_BE, _when_or_where_be),
-    (_WHEN_OR_WHERE_DO, lambda m, a: f"{_when_or_where(m[1], a)} {a}, {m[3]}"),
-    (_WHAT_BE, lambda m, a: f"{m[2]} {m[1]} {a}"),
-    (_WHAT_DO, lambda m, a: f"{m[2]}: {a}"),
-    (_WHAT_NOUN_DO, lambda m, a: f"in the {m[1]} {a}, {m[3]}"),  # "In the year 2002, rachel have emma"
-    (_WHAT_NOUN, lambda m, a: f"the {m[1]} {a} {m[2]}"),
-    (_HOW_MANY, lambda m, a: f"{a} {m[1]}"),
-    (_HOW_BE, lambda m, a: f"{m[2]} {m[1]} {a}"),
-    (_HOW_DO, lambda m, a: f"{m[2]} {a}"),
+#: (the question's pattern, the statement from its match and the answer): the first that
+#: matches the whole question (without its "?"), case aside, wins
+_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], str], str]], ...] = tuple(
+    (re.compile(rf"^{pattern}$", re.I), statement) for pattern, statement in (
+        # "In what city is the Orange Bowl held": "In the city X, the Orange Bowl held"
+        (r"(in|on|at|during|over|from|for|to|by) (?:what|which) (\w+) (.+)",
+         lambda m, a: f"{m[1]} the {m[2]} {a}, {_AUX.sub('', m[3])}"),
+        (rf"who {_DO} (.+)", lambda m, a: f"{a} is who {m[2]}"),  # whom: "Oakland Raiders is who the Eagles play"
+        (r"who (\w+) (.+)", lambda m, a: f"{a} {m[1]} {m[2]}"),
+        (rf"(when|where) {_BE} (.+)", _when_or_where_be),
+        (rf"(when|where) {_DO} (.+)", lambda m, a: f"{_when_or_where(m[1], a)} {a}, {m[3]}"),
+        (rf"(?:what|which) {_BE} (.+)", lambda m, a: f"{m[2]} {m[1]} {a}"),
+        (rf"(?:what|which) {_DO} (.+)", lambda m, a: f"{m[2]}: {a}"),
+        (rf"(?:what|which) {_NOUN} {_DO} (.+)", lambda m, a: f"in the {m[1]} {a}, {m[3]}"),  # "In the year 2002, ..."
+        (rf"(?:what|which) {_NOUN} (.+)", lambda m, a: f"the {m[1]} {a} {m[2]}"),
+        (r"how many (.+)", lambda m, a: f"{a} {m[1]}"),
+        (rf"{_HOW} {_BE} (.+)", lambda m, a: f"{m[2]} {m[1]} {a}"),
+        (rf"{_HOW} {_DO} (.+)", lambda m, a: f"{m[2]} {a}"),
+    )
 )
 
 

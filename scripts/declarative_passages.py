@@ -10,14 +10,15 @@ many/long/much, a leading "As of 2017," or "In what year");
 a passage no pattern fits keeps its form, and the counts say how many did. An experiment's data
 recipe: if a model trained on it does better off our sources, the build's `_passage` is next.
 
-    python scripts/declarative_passages.py data/train.jsonl data-decl/train.jsonl
+    python scripts/declarative_passages.py data/train.jsonl data/decl/train.jsonl
 """
 
 import argparse
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+
+from askbetter.clarifier.examples import Example, ExampleFormatError, read_examples, write_examples
 
 _BE = r"(is|was|are|were)"
 _DO = r"(did|does|do|will)"
@@ -87,12 +88,12 @@ def _statement(q: str, a: str) -> str | None:
     return None
 
 
-def rewrite(example: dict) -> tuple[int, int]:
+def rewrite(example: Example) -> tuple[int, int]:
     """Rewrite `example`'s AmbigNQ reading passages in place; (rewritten, kept as they were)."""
     done = kept = 0
-    if example.get("source") != "ambignq":
+    if example["source"] != "ambignq":
         return done, kept
-    for doc in example.get("documents", []):
+    for doc in example["documents"]:
         if "title" in doc or not (m := _QA.match(doc["text"])):
             continue  # a Wikipedia passage of a crowded example, or none of the build's
         statement = as_statement(m[1], m[2])
@@ -108,19 +109,14 @@ def main() -> None:
     parser.add_argument("source", type=Path, help="a built JSONL file (askbetter data build)")
     parser.add_argument("out", type=Path, help="where to write it with the passages rewritten")
     args = parser.parse_args()
-    done = kept = 0
-    lines = []
-    with args.source.open(encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            example = json.loads(line)
-            d, k = rewrite(example)
-            done, kept = done + d, kept + k
-            lines.append(json.dumps(example, ensure_ascii=False) + "\n")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("".join(lines), encoding="utf-8")
-    print(f"{len(lines)} examples to {args.out}: {done} AmbigNQ passages written as statements, "
+    try:
+        examples = read_examples(args.source)
+    except (OSError, ExampleFormatError) as exc:
+        raise SystemExit(f"error: {exc}") from exc
+    counts = [rewrite(example) for example in examples]
+    done, kept = sum(d for d, _ in counts), sum(k for _, k in counts)
+    write_examples(args.out, examples)
+    print(f"{len(examples)} examples to {args.out}: {done} AmbigNQ passages written as statements, "
           f"{kept} kept as question — answer (no pattern fits)")
 
 

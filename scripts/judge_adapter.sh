@@ -19,9 +19,9 @@
 # dev.compare.md, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt, with --test
 # test.log/.json. A scoring whose output is there is not run again (so --test after a first run
 # scores the test only).
-# Without --test, about half an hour on this 2-core CPU. SHIPPED_DEV_PREDICTIONS and
-# runs/eval/offdomain.shipped.pred.jsonl must be the adapter in clarifier/adapter's: after shipping
-# another one, delete both (the second is made again; make the first as the TRAINING_LOG says).
+# Without --test, about half an hour on this 2-core CPU. SHIPPED_DEV_PREDICTIONS must be the
+# adapter in clarifier/adapter's: after shipping another one, make it again as the TRAINING_LOG
+# says (the shipped adapter's off-domain predictions are made again by themselves).
 set -euo pipefail
 
 if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --test ) ]]; then
@@ -86,7 +86,8 @@ head -5 "$out/corpus.log"  # the report (tee keeps stdout; the progress bar goes
 off=runs/eval/offdomain.jsonl off_shipped=runs/eval/offdomain.shipped.pred.jsonl
 cat runs/eval/corpus_probe.jsonl scripts/sense_probe.jsonl scripts/domain_probe.jsonl > "$off.new"
 if cmp -s "$off.new" "$off"; then rm "$off.new"; else mv "$off.new" "$off"; fi  # a changed probe is newer
-if [[ ! -f $off_shipped || $off -nt $off_shipped ]]; then
+shipped_weights=clarifier/adapter/adapter_model.safetensors
+if [[ ! -f $off_shipped || $off -nt $off_shipped || $shipped_weights -nt $off_shipped ]]; then  # or another adapter shipped
     "$bin/askbetter" eval "$off" --adapter bundled --no-questions --predictions "$off_shipped" > /dev/null
 fi
 if [[ ! -f $out/offdomain.pred.jsonl || $off -nt $out/offdomain.pred.jsonl ]]; then

@@ -4,8 +4,8 @@
 reference written from the disambiguated questions (see `clarification_for`); single-answer ->
 clear; questions whose annotators disagree are skipped.
 
-`post`, from synthetic passages, one per reading, stating the disambiguated question and its
-answer: two readings' passages -> clarify (the reference names those two readings); one reading's
+`post`, from synthetic passages, one per reading, a statement of the disambiguated question's
+answer (`statements.as_statement`: "Virat Kohli was the Indian Test Match captain in 2018."): two readings' passages -> clarify (the reference names those two readings); one reading's
 passage beside a passage from another question -> hard negative (kind (d): ambiguous-looking, but
 the documents support one reading); a single-answer question's passage beside another question's
 passage -> clear. Every post example has two documents, so their number tells nothing. The other
@@ -45,6 +45,7 @@ from askbetter.clarifier.source_common import (
     stable_fraction,
     user,
 )
+from askbetter.clarifier.statements import as_statement
 from askbetter.clarifier.types import Document
 from askbetter.clarifier.words import content_words
 
@@ -83,7 +84,7 @@ def questions_of(raw_dir: Path) -> tuple[Question, ...]:
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (question group, example) for every question of the train and dev files."""
     questions = questions_of(raw_dir)
-    passages = [_passage(*readings[0]) for _, _, readings in questions]
+    passages = [passage(*readings[0]) for _, _, readings in questions]
     members: dict[str, list[int]] = defaultdict(list)  # the questions of each split
     for k, (qid, _, _) in enumerate(questions):
         members[split_of(f"{SOURCE}:{qid}", seed)].append(k)
@@ -106,18 +107,18 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         messages = [user(question)]
         if len(readings) == 1:
             yield group, make_example(f"{base}-pre", SOURCE, "pre", messages, None, "clear")
-            docs = _docs(rng, [_passage(*readings[0]), distractor])
+            docs = _docs(rng, [passage(*readings[0]), distractor])
             yield group, make_example(f"{base}-post", SOURCE, "post", messages, None, "clear", docs)
             continue
         reference = clarification_for([q for q, _ in readings[:MAX_READINGS]])
         yield group, make_example(f"{base}-pre", SOURCE, "pre", messages, reference, "ambiguous")
         pair = rng.sample(readings, 2)
-        docs = _docs(rng, [_passage(*r) for r in pair])
+        docs = _docs(rng, [passage(*r) for r in pair])
         pair_reference = clarification_for([q for q, _ in pair])
         yield group, make_example(
             f"{base}-post", SOURCE, "post", messages, pair_reference, "ambiguous", docs
         )
-        docs = _docs(rng, [_passage(*pair[0]), distractor])
+        docs = _docs(rng, [passage(*pair[0]), distractor])
         yield group, make_example(
             f"{base}-one-reading-post", SOURCE, "post", messages, None, "hard-negative", docs
         )
@@ -143,7 +144,7 @@ def convert_disambiguated(
         vague = question.lower().rstrip(" ?")
         shown = {d["text"] for d in partner["documents"]}
         candidates = [r for r in readings
-                      if _passage(*r) in shown and r[0].lower().rstrip(" ?") != vague]
+                      if passage(*r) in shown and r[0].lower().rstrip(" ?") != vague]
         if not candidates:
             continue
         asked = rng_for(seed, SOURCE, "disambiguated", qid).choice(candidates)
@@ -218,8 +219,9 @@ def _distinct(readings: Iterator[Reading]) -> list[Reading]:
     return out
 
 
-def _passage(question: str, answer: str) -> str:
-    return f"{question.rstrip(' ?')} — {answer.rstrip('.')}."
+def passage(question: str, answer: str) -> str:
+    """The reading as a statement (`as_statement`); as "question — answer" where no pattern fits."""
+    return as_statement(question, answer) or f"{question.rstrip(' ?')} — {answer.rstrip('.')}."
 
 
 def _docs(rng: random.Random, texts: list[str]) -> list[Document]:

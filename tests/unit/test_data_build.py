@@ -256,6 +256,16 @@ def test_hard_negative_d_ambignq_passages_support_one_reading():
         assert len(shared) == 1 and len(ex["documents"]) == len(both["documents"]) == 2
 
 
+def test_ambignq_passages_are_statements_where_a_pattern_fits():
+    """Each reading's passage states its answer; only a question no pattern fits keeps the
+    "question — answer" form."""
+    pairs = by_id(converted(source_ambignq))
+    texts = {d["text"] for ex in pairs.values() if ex["setting"] == "post" for d in ex["documents"]}
+    assert "Jean Ping is the 2nd chairman of african union commission." in texts
+    assert [t for t in texts if " — " in t] == [
+        "Name the landforms that form the boundaries of the peninsular plateau — Aravali Range, Satpura Range, Vindhyan Range."]
+
+
 @pytest.mark.parametrize("source", [source_or_sharc, source_ambignq], ids=["or-sharc rules", "ambignq distractors"])
 def test_each_passage_text_shows_in_one_split_only(source):
     """OR-ShARC's rule texts and AmbigNQ's distractor passages come from the example's own split."""
@@ -953,7 +963,7 @@ def test_disambiguated_readings_over_their_questions_passages_are_hard_negatives
             assert ex["documents"] == partner["documents"]
             assert ex["id"] == partner["id"].replace("-post", "-disambiguated-post")
             texts = [d["text"] for d in ex["documents"]]
-            assert sum(t.startswith(asked.rstrip(" ?")) for t in texts) == 1
+            assert texts.count(source_ambignq.passage(asked, dict(rs)[asked])) == 1
     assert not list(source_ambignq.convert_disambiguated(questions, 13, {}))
 
 

@@ -1,24 +1,19 @@
-"""AmbigNQ's passages written as statements instead of "question — answer" lines.
+"""An AmbigNQ reading (disambiguated question, answer) written as one statement.
 
-The build writes each AmbigNQ reading as a passage that restates its disambiguated question and
-its answer ("Who was the Indian Test Match captain in 2018 — Virat Kohli."). No retrieved passage
-looks like that, and the shipped adapter reads the form: on the 213 dev.unseen AmbigNQ `post`
-examples whose readings all start with "Who", the same passages as statements ("Virat Kohli was
-the Indian Test Match captain in 2018.") take it from 93.9% to 77.9% (AUC 0.980 to 0.885). This
-rewrites such passages in a built file by a few patterns (who, when, where, what/which, how
-many/long/much, a leading "As of 2017," or "In what year");
-a passage no pattern fits keeps its form, and the counts say how many did. An experiment's data
-recipe: if a model trained on it does better off our sources, the build's `_passage` is next.
-
-    python scripts/declarative_passages.py data/train.jsonl data/decl/train.jsonl
+AmbigNQ gives questions and answers, no passages, so the build writes a passage per reading.
+Written as "question — answer" ("Who was the Indian Test Match captain in 2018 — Virat Kohli."),
+no retrieved passage looks like that, and a model learns the form: on dev.unseen's AmbigNQ `post`
+examples stage 35 read 92.2% with that form and 75.1% with the same facts as statements. So a
+reading becomes a statement ("Virat Kohli was the Indian Test Match captain in 2018.") by a few
+patterns (who, when, where, what/which, how many/long/much, a leading "As of 2017," or "In what
+year"); the grammar is rough in places ("On October 8, 1997, the Chicago Fire Soccer Club
+start."), and a reading no pattern fits (about one in ten) keeps the old form.
 """
 
-import argparse
+from __future__ import annotations
+
 import re
 from collections.abc import Callable
-from pathlib import Path
-
-from askbetter.clarifier.examples import Example, ExampleFormatError, read_examples, write_examples
 
 _BE = r"(is|was|are|were)"
 _DO = r"(did|does|do|will)"
@@ -29,7 +24,6 @@ _HOW = r"how (?:long|much|old|far|big|tall|high|deep|large)"
 _NOUN = r"(?!\w+ed\b|happens\b|causes\b|makes\b|means\b|goes\b|comes\b)(\w+(?: of \w+)?)"
 _AUX = re.compile(r"^(?:is|was|are|were|did|does|do|will) ", re.I)
 _CONTRACTIONS = re.compile(r"^(what|who|where|when)'s ", re.I)
-_QA = re.compile(r"^(.+?) — (.+)\.$")
 _MONTHS = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|"
                      r"November|December)\s+\d{1,2}\b", re.I)  # a day: "on June 5", but "in June 2016"
 
@@ -73,7 +67,7 @@ _RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], str], str]], ...] 
 
 def as_statement(question: str, answer: str) -> str | None:
     """The reading as one declarative sentence, or None where no pattern fits."""
-    text = _statement(question.strip().rstrip(" ?"), answer.strip().rstrip("."))
+    text = _statement(question.strip().rstrip(" ?"), answer.strip().rstrip(" ."))
     return None if text is None else f"{text[0].upper()}{text[1:]}."
 
 
@@ -86,39 +80,3 @@ def _statement(q: str, a: str) -> str | None:
         if m := pattern.match(q):
             return statement(m, a)
     return None
-
-
-def rewrite(example: Example) -> tuple[int, int]:
-    """Rewrite `example`'s AmbigNQ reading passages in place; (rewritten, kept as they were)."""
-    done = kept = 0
-    if example["source"] != "ambignq":
-        return done, kept
-    for doc in example["documents"]:
-        if "title" in doc or not (m := _QA.match(doc["text"])):
-            continue  # a Wikipedia passage of a crowded example, or none of the build's
-        statement = as_statement(m[1], m[2])
-        if statement is None:
-            kept += 1
-        else:
-            doc["text"], done = statement, done + 1
-    return done, kept
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("source", type=Path, help="a built JSONL file (askbetter data build)")
-    parser.add_argument("out", type=Path, help="where to write it with the passages rewritten")
-    args = parser.parse_args()
-    try:
-        examples = read_examples(args.source)
-    except (OSError, ExampleFormatError) as exc:
-        raise SystemExit(f"error: {exc}") from exc
-    counts = [rewrite(example) for example in examples]
-    done, kept = sum(d for d, _ in counts), sum(k for _, k in counts)
-    write_examples(args.out, examples)
-    print(f"{len(examples)} examples to {args.out}: {done} AmbigNQ passages written as statements, "
-          f"{kept} kept as question — answer (no pattern fits)")
-
-
-if __name__ == "__main__":
-    main()

@@ -5,7 +5,8 @@ serves two, over three datasets (questions their history resolves, and the same 
 their pronoun left unresolved); `source_topic_shift` asks some of AmbigNQ's questions again after
 another dialog; `source_referents` sets CANARD's pronoun questions over passages that name
 two referents, `source_followups` its follow-ups that their dialog settles over passages,
-`source_answers` TREC iKAT's follow-ups over its grounded answers as passages. The build then
+`source_answers` TREC iKAT's follow-ups over its grounded answers as passages. Beside them
+`source_written` reads the project's written turns (a folder of its own, not raw data). The build then
 1. drops examples whose input repeats an earlier one (same setting, messages and documents),
    and all of them when they disagree on the label;
 2. balances each source and setting: `NEGATIVES_PER_CLARIFY` negatives per clarify example,
@@ -13,7 +14,8 @@ two referents, `source_followups` its follow-ups that their dialog settles over 
    without clarify examples, like the rewrite sets, keeps all);
 3. caps sources to a share of the total (`MAX_SHARE`: OR-ShARC teaches "ask for a missing fact",
    not ambiguity, AmbigNQ, being large, would otherwise swamp the rest, and the rewrite sets
-   would outnumber every other `pre` source);
+   would outnumber every other `pre` source); the written turns (`UNCOUNTED`) are kept whole
+   beside that total, so that they change no other source's examples;
 4. sets a share of AmbigNQ's `post` examples among other passages, as a retriever returns them
    (`crowding`; in place, so every count stays), from the passages of the split its group is in;
 5. adds, for a share of the AmbigNQ questions the caps kept ambiguous, one of the two readings
@@ -54,6 +56,7 @@ from askbetter.clarifier import (
     source_referents,
     source_rewrites,
     source_topic_shift,
+    source_written,
 )
 from askbetter.clarifier.examples import Example, needs_clarification, write_examples
 from askbetter.clarifier.source_common import (
@@ -70,6 +73,9 @@ logger = logging.getLogger(__name__)
 NEGATIVES_PER_CLARIFY = 1.0
 HARD_NEGATIVE_SHARE = 0.6
 MAX_SHARE = {"or-sharc": 0.15, "rewrites": 0.2, "ambignq": 0.45, "unresolved": 0.08}
+# kept whole and left out of the total that the shares are of: the shares bind most of it, so
+# every example added to the total would let the capped sources grow by several more
+UNCOUNTED = {source_written.SOURCE}
 
 
 @dataclass(frozen=True)
@@ -128,17 +134,19 @@ class BuildReport:
 
 
 def build_dataset(
-    raw_dir: Path, out_dir: Path, seed: int = 13, progress: bool = True
+    raw_dir: Path, out_dir: Path, seed: int = 13, progress: bool = True,
+    written: Path | None = source_written.FOLDER,
 ) -> BuildReport:
-    """Convert the datasets under `raw_dir`, write `out_dir/{train,dev,test}.jsonl`, return counts.
+    """Convert the datasets under `raw_dir` and the written turns in `written` (none: None),
+    write `out_dir/{train,dev,test}.jsonl`, return counts.
     A build in `out_dir` already is replaced (its three files, once all three new ones are written:
     a build stopped before leaves it whole, and a Ctrl-C while they replace it waits until all
     three have); other files there stay.
 
     Raises FileNotFoundError when `raw_dir` or a required dataset folder is missing
     (NotADirectoryError when `raw_dir` is a file), and RawDataError (a ValueError) naming the file
-    when a raw file is missing or malformed. Absent optional datasets are skipped with a warning and
-    listed in the report.
+    when a raw file is missing or malformed (a written file too). Absent optional datasets are
+    skipped with a warning and listed in the report.
     """
     start = time.perf_counter()
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
@@ -149,6 +157,9 @@ def build_dataset(
         with raw_records(source.name, [raw_dir / f for f in source.folders]):
             items += [Item(source.name, g, ex, split_of(g, seed))
                       for g, ex in source.convert(raw_dir, seed)]
+    if written is not None:
+        items += [Item(source_written.SOURCE, g, ex, split_of(g, seed))
+                  for g, ex in source_written.convert(written)]
     _check_unique_ids(it.example for it in items)
     unique = _drop_repeats(items)
     report.repeats_dropped = len(items) - len(unique)
@@ -318,8 +329,9 @@ def _cap_shares(items: list[Item], seed: int) -> list[Item]:
     by_converter: dict[str, list[Item]] = defaultdict(list)
     for it in items:
         by_converter[it.converter].append(it)
-    sizes = {name: len(members) for name, members in by_converter.items()}
+    sizes = {name: len(members) for name, members in by_converter.items() if name not in UNCOUNTED}
     limits = share_limits(sizes, {k: v for k, v in MAX_SHARE.items() if k in sizes})
+    limits |= {name: len(by_converter[name]) for name in UNCOUNTED if name in by_converter}
     return [
         it
         for name, members in by_converter.items()

@@ -16,7 +16,7 @@ def test_train_writes_an_adapter_and_resumes_from_its_checkpoint(tmp_path: Path,
     from askbetter.clarifier.train import TrainConfig, train
     from askbetter.settings import Settings
 
-    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False)
+    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False, written=None)
     cfg = TrainConfig(data_dir=tmp_path / "data", out_dir=tmp_path / "run", max_examples=8,
                       dev_examples=4, max_input_tokens=64, batch_tokens=256, max_batch_size=2,
                       checkpoint_every=1, max_steps=1, contrast_pairs=True,
@@ -65,7 +65,7 @@ def test_train_refuses_to_resume_a_checkpoint_of_other_batches(
     from askbetter.cli import main
     from askbetter.clarifier.data_build import build_dataset
 
-    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False)
+    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False, written=None)
     run = tmp_path / "run"
     options = ["train", "--data-dir", str(tmp_path / "data"), "--out-dir", str(run),
                "--max-examples", "8", "--dev-examples", "0", "--max-input-tokens", "64",
@@ -98,7 +98,7 @@ def test_train_continues_an_existing_adapter(tmp_path: Path) -> None:
     from askbetter.clarifier.local import CLARIFIER_CONFIG
     from askbetter.clarifier.train import TrainConfig, train
 
-    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False)
+    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False, written=None)
     cfg = TrainConfig(data_dir=tmp_path / "data", out_dir=tmp_path / "run", max_examples=4,
                       dev_examples=2, max_input_tokens=64, batch_tokens=256, max_batch_size=2,
                       max_steps=1, lr=1e-6, lora_r=4, lora_dropout=0.0, init_adapter="bundled")
@@ -139,7 +139,7 @@ def test_a_run_stopped_after_a_checkpoint_resumes_to_the_same_adapter(
     import askbetter.clarifier.train as training
     from askbetter.clarifier.data_build import build_dataset
 
-    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False)
+    build_dataset(FIXTURE_RAW, tmp_path / "data", seed=13, progress=False, written=None)
 
     def config(run: str) -> training.TrainConfig:
         return training.TrainConfig(

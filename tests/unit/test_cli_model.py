@@ -26,6 +26,19 @@ def test_data_build_writes_the_three_splits(tmp_path: Path, capsys: pytest.Captu
         assert all(json.loads(line)["setting"] in ("pre", "post") for line in lines)
 
 
+def test_data_build_adds_the_written_turns_of_another_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    written = FIXTURE_RAW.with_name("written")
+    assert main(["data", "build", str(FIXTURE_RAW), "--out", str(tmp_path), "--written", str(written)]) == 0
+    ids = {json.loads(line)["id"] for split in ("train", "dev", "test")
+           for line in (tmp_path / f"{split}.jsonl").read_text().splitlines()}
+    assert {i for i in ids if i.startswith("written-")} <= {json.loads(line)["id"] for line in
+                                                          (written / "turns.jsonl").read_text().splitlines()}
+    assert any(i.startswith("written-z-") for i in ids)
+    capsys.readouterr()
+    assert main(["data", "build", str(FIXTURE_RAW), "--out", str(tmp_path), "--written", str(tmp_path / "none")]) == 1
+    assert capsys.readouterr().err == f"askbetter: error: --written {tmp_path / 'none'}: written turns folder not found\n"
+
+
 def test_data_build_refuses_a_folder_where_it_writes_a_split_before_any_data_is_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

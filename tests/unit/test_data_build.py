@@ -21,6 +21,7 @@ from askbetter.clarifier import (
     source_referents,
     source_rewrites,
     source_topic_shift,
+    source_written,
 )
 from askbetter.clarifier.data_build import (
     SOURCES,
@@ -49,6 +50,7 @@ from askbetter.clarifier.source_common import (
 from ctrl_c import ctrl_c_once_moved_in
 
 RAW = Path(__file__).resolve().parents[1] / "fixtures" / "raw"
+WRITTEN = RAW.with_name("written")
 
 
 def converted(module) -> list[tuple[str, Example]]:
@@ -65,7 +67,7 @@ def tally(pairs: list[tuple[str, Example]]) -> Counter:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> tuple[BuildReport, dict[str, list[Example]]]:
     out = tmp_path_factory.mktemp("built")
-    report = build_dataset(RAW, out, seed=13, progress=False)
+    report = build_dataset(RAW, out, seed=13, progress=False, written=WRITTEN)
     return report, {s: read_examples(out / f"{s}.jsonl") for s in SPLITS}
 
 
@@ -497,7 +499,7 @@ def test_build_writes_valid_shuffled_splits_and_counts_them(built):
     assert all(ex["kind"] == "hard-negative" for ex in all_examples if "-resolved" in ex["id"])
     sources = {ex["source"] for ex in all_examples}
     assert sources == {"abg-coqa", "pacific", "or-sharc", "ambignq", "canard", "trec-cast",
-                       "trec-ikat"}  # fmt: skip
+                       "trec-ikat", "written"}  # fmt: skip
     hard_sources = {ex["source"] for ex in all_examples if ex["kind"] == "hard-negative"}
     assert hard_sources == sources
     assert all(ex["clarification"] is None for ex in all_examples if ex["kind"] == "hard-negative")
@@ -512,6 +514,7 @@ def test_build_writes_valid_shuffled_splits_and_counts_them(built):
 def test_no_group_lies_in_two_splits(built):
     _, splits = built
     group_of = {ex["id"]: g for source in SOURCES for g, ex in source.convert(RAW, 13)}
+    group_of |= {ex["id"]: g for g, ex in source_written.convert(WRITTEN)}
     seen: dict[str, str] = {}
     for split, examples in splits.items():
         for ex in examples:
@@ -528,11 +531,25 @@ def test_a_disambiguated_twin_lies_in_its_questions_split(tmp_path, monkeypatch)
     monkeypatch.setattr(source_ambignq, "DISAMBIGUATED_SHARE", 1.0)
     monkeypatch.setattr(data_build, "split_of", lambda group, seed: (
         "test" if group.startswith(f"{source_ambignq.SOURCE}:") else split_of(group, seed)))
-    build_dataset(RAW, tmp_path, seed=13, progress=False)
+    build_dataset(RAW, tmp_path, seed=13, progress=False, written=WRITTEN)
     twins = {split: [ex["id"] for ex in read_examples(tmp_path / f"{split}.jsonl")
                      if ex["source"] == source_ambignq.SOURCE and source_ambignq.DISAMBIGUATED in ex["id"]]
              for split in SPLITS}
     assert twins["test"] and not twins["train"] and not twins["dev"]
+
+
+def test_the_written_turns_change_no_other_example(tmp_path, monkeypatch):
+    """They are kept whole beside the total the source shares are of: with the shares binding
+    most of it, each one counted would let the capped sources keep several more examples (here
+    AmbigNQ's share binds; the project's turns, many against the fixture's few records)."""
+    monkeypatch.setattr(data_build, "MAX_SHARE", {"ambignq": 0.1})
+    without = build_dataset(RAW, tmp_path / "without", seed=13, progress=False, written=None)
+    built = build_dataset(RAW, tmp_path / "with", seed=13, progress=False)
+    assert without.counts and all(source != "written" for _, source, *_ in without.counts)
+    for split in SPLITS:
+        examples = read_examples(built.files[split])
+        assert any(ex["source"] == "written" for ex in examples)
+        assert read_examples(without.files[split]) == [ex for ex in examples if ex["source"] != "written"]
 
 
 def test_split_is_about_80_10_10_by_group():
@@ -544,8 +561,8 @@ def test_split_is_about_80_10_10_by_group():
 
 def test_same_seed_same_files_other_seed_differs(tmp_path, built):
     report, _ = built
-    again = build_dataset(RAW, tmp_path / "again", seed=13, progress=False)
-    other = build_dataset(RAW, tmp_path / "other", seed=14, progress=False)
+    again = build_dataset(RAW, tmp_path / "again", seed=13, progress=False, written=WRITTEN)
+    other = build_dataset(RAW, tmp_path / "other", seed=14, progress=False, written=WRITTEN)
     for split in SPLITS:
         assert again.files[split].read_bytes() == report.files[split].read_bytes()
     assert any(
@@ -581,7 +598,7 @@ def test_a_build_stopped_while_writing_leaves_the_last_build_whole(tmp_path, mon
     from askbetter.clarifier import data_build
 
     out = tmp_path / "out"
-    build_dataset(RAW, out, seed=13, progress=False)
+    build_dataset(RAW, out, seed=13, progress=False, written=WRITTEN)
     last = {p.name: p.read_bytes() for p in out.iterdir()}
     written, write = [], data_build.write_examples
 
@@ -592,7 +609,7 @@ def test_a_build_stopped_while_writing_leaves_the_last_build_whole(tmp_path, mon
 
     monkeypatch.setattr(data_build, "write_examples", write_then_stop)
     with pytest.raises(KeyboardInterrupt):
-        build_dataset(RAW, out, seed=14, progress=False)
+        build_dataset(RAW, out, seed=14, progress=False, written=WRITTEN)
     assert written and {p.name: p.read_bytes() for p in out.iterdir()} == last  # no staged file left
 
 
@@ -602,7 +619,7 @@ def test_a_build_stopped_inside_a_split_s_write_leaves_no_temp_file(tmp_path, mo
     from askbetter.clarifier import data_build
 
     out = tmp_path / "out"
-    build_dataset(RAW, out, seed=13, progress=False)
+    build_dataset(RAW, out, seed=13, progress=False, written=WRITTEN)
     last = {p.name: p.read_bytes() for p in out.iterdir()}
     write = data_build.write_examples
 
@@ -613,7 +630,7 @@ def test_a_build_stopped_inside_a_split_s_write_leaves_no_temp_file(tmp_path, mo
     monkeypatch.setattr(data_build, "write_examples",
                         lambda path, examples: write(path, stop_after_one_line(examples)))
     with pytest.raises(KeyboardInterrupt):
-        build_dataset(RAW, out, seed=14, progress=False)
+        build_dataset(RAW, out, seed=14, progress=False, written=WRITTEN)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == last  # no staged file, no temp file
 
 
@@ -623,11 +640,11 @@ def test_a_ctrl_c_while_the_splits_move_in_is_held_until_all_three_have(tmp_path
     import signal
 
     out, other = tmp_path / "out", tmp_path / "other"
-    build_dataset(RAW, out, seed=13, progress=False)
-    build_dataset(RAW, other, seed=14, progress=False)
+    build_dataset(RAW, out, seed=13, progress=False, written=WRITTEN)
+    build_dataset(RAW, other, seed=14, progress=False, written=WRITTEN)
     ctrl_c_once_moved_in(monkeypatch, "train.jsonl")
     with pytest.raises(KeyboardInterrupt, match="the new build in --out is whole"):
-        build_dataset(RAW, out, seed=14, progress=False)
+        build_dataset(RAW, out, seed=14, progress=False, written=WRITTEN)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == {p.name: p.read_bytes() for p in other.iterdir()}
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
@@ -991,14 +1008,14 @@ def test_a_fault_in_making_the_disambiguated_twins_is_not_blamed_on_the_raw_file
 
     monkeypatch.setattr(source_ambignq, "convert_disambiguated", faulty)
     with pytest.raises(KeyError, match="documents"):
-        build_dataset(RAW, tmp_path / "out", progress=False)
+        build_dataset(RAW, tmp_path / "out", progress=False, written=WRITTEN)
 
 
 def test_disambiguated_twins_leave_every_other_example_as_it_is(tmp_path, monkeypatch):
     def build(share: float) -> dict[str, Example]:
         monkeypatch.setattr(source_ambignq, "DISAMBIGUATED_SHARE", share)
         out = tmp_path / str(share)
-        build_dataset(RAW, out, seed=13, progress=False)
+        build_dataset(RAW, out, seed=13, progress=False, written=WRITTEN)
         return {ex["id"]: ex for s in SPLITS for ex in read_examples(out / f"{s}.jsonl")}
 
     without, with_twins = build(0.0), build(1.0)

@@ -1,0 +1,51 @@
+"""Turns written for this project (`clarifier/written/*.jsonl`), in domains that none of the
+public datasets covers: insurance and home repair, fitness and photography, workplace HR and
+software support, games, history and films, science and language, government services,
+childcare, bills and property.
+
+Every other `post` source grounds its readings in one form (AmbigNQ's one-sentence statements,
+Abg-CoQA's stories, PACIFIC's tables, OR-ShARC's rules), and a model that learns those forms
+does not carry the decision over to the passages a retriever returns elsewhere. These are
+scenarios: one vague or specific user turn, in several variants whose labels differ: alone,
+after a dialog that resolves it, after a dialog on another subject, over passages that support
+two readings or one, with the fact its answer hinges on missing or given; passages of a few
+sentences, titled or not, among near-miss ones. Language-model helper sessions wrote them from
+`written/WRITING_GUIDE.md` (the folder's README says how they were checked).
+
+Group: the scenario (`written-<writer>-<scenario>`, the id less its variant number), so a
+scenario's variants lie in one split. The files are part of the project, not raw data: the
+build reads them beside any raw folder (`askbetter data build --written DIR` reads another
+folder of turns in the same form, e.g. a team's own).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from askbetter.clarifier.examples import ExampleFormatError, read_examples
+from askbetter.clarifier.source_common import Converted, RawDataError, make_example
+
+SOURCE = "written"
+ID = re.compile(r"(?P<scenario>written-[a-z]+-\d+)-\d+")  # written-<writer>-<scenario>-<variant>
+FOLDER = Path(__file__).parent / "written"
+
+
+def convert(folder: Path = FOLDER) -> Iterator[Converted]:
+    """Yield (scenario group, example) for every example of the JSONL files in `folder`, file
+    by file in name order. FileNotFoundError when there is no such folder."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"written turns folder not found: {folder}")
+    for path in sorted(folder.glob("*.jsonl")):
+        try:
+            examples = read_examples(path)
+        except ExampleFormatError as exc:
+            raise RawDataError(str(exc)) from exc
+        for ex in examples:
+            if not (m := ID.fullmatch(ex["id"])):
+                raise RawDataError(f"{path}: id {ex['id']!r} is not <scenario>-<variant number>")
+            yield f"{SOURCE}:{m['scenario']}", make_example(
+                ex["id"], SOURCE, ex["setting"], ex["messages"], ex["clarification"], ex["kind"],
+                ex["documents"],
+            )  # fmt: skip

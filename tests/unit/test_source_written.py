@@ -1,0 +1,81 @@
+"""clarifier/source_written.py on a fixture folder, and the written turns the project ships."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from askbetter.clarifier import source_written
+from askbetter.clarifier.examples import needs_clarification, read_examples
+from askbetter.clarifier.source_common import RawDataError, split_of
+
+QUESTION_ANSWER = re.compile(r"(who|what|when|where|which|how)\b[^.?]* — ", re.I)
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "written"
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """A copy of the fixture folder."""
+    return Path(shutil.copytree(FIXTURE, tmp_path / "written"))
+
+
+def test_each_example_is_grouped_by_its_scenario_and_keeps_its_label(folder: Path) -> None:
+    pairs = list(source_written.convert(folder))
+    assert [ex["id"] for _, ex in pairs] == [ex["id"] for ex in read_examples(folder / "turns.jsonl")]
+    assert {g for g, _ in pairs} == {"written:written-z-001", "written:written-z-002"}
+    assert all(ex["source"] == "written" for _, ex in pairs)
+    by_id = {ex["id"]: ex for _, ex in pairs}
+    assert needs_clarification(by_id["written-z-001-3"]) and by_id["written-z-001-3"]["kind"] == "ambiguous"
+    assert not needs_clarification(by_id["written-z-001-2"]) and by_id["written-z-001-2"]["documents"] == []
+
+
+def test_a_missing_folder_a_broken_line_or_an_id_without_its_variant_number_is_an_error(folder: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="written turns folder not found"):
+        list(source_written.convert(folder / "nope"))
+    path = folder / "turns.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join([*lines[:2], "{not json", *lines[2:]]) + "\n", encoding="utf-8")
+    with pytest.raises(RawDataError, match=r"turns\.jsonl:3"):
+        list(source_written.convert(folder))
+    record = json.loads(lines[0]) | {"id": "written-z-001"}
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(RawDataError, match="'written-z-001' is not <scenario>-<variant number>"):
+        list(source_written.convert(folder))
+
+
+# --- the project's written turns ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shipped() -> list[dict]:
+    return [ex for _, ex in source_written.convert()]
+
+
+def test_the_shipped_turns_are_many_and_of_both_labels_in_both_settings(shipped: list[dict]) -> None:
+    cells = {(ex["setting"], needs_clarification(ex)) for ex in shipped}
+    assert len(shipped) >= 500 and cells == {("pre", True), ("pre", False), ("post", True), ("post", False)}
+    assert len({ex["id"] for ex in shipped}) == len(shipped)
+
+
+def test_the_shipped_turns_follow_the_writing_guide(shipped: list[dict]) -> None:
+    """A clarification exactly for the clarify kinds; passages only after retrieval, two to five
+    of them, none written as "question — answer"."""
+    for ex in shipped:
+        assert (ex["clarification"] is None) == (ex["kind"] in ("clear", "hard-negative")), ex["id"]
+        docs = ex["documents"]
+        assert len(docs) == 0 if ex["setting"] == "pre" else 2 <= len(docs) <= 5, ex["id"]
+        assert not any(QUESTION_ANSWER.match(d["text"]) for d in docs), ex["id"]
+
+
+def test_a_scenarios_variants_share_a_split_and_most_scenarios_hold_both_labels(shipped: list[dict]) -> None:
+    labels: dict[str, set[bool]] = defaultdict(set)
+    for ex in shipped:
+        labels[source_written.ID.fullmatch(ex["id"])["scenario"]].add(needs_clarification(ex))
+    assert sum(len(found) == 2 for found in labels.values()) >= 0.6 * len(labels)
+    splits = {split_of(f"written:{scenario}", 13) for scenario in labels}
+    assert splits == {"train", "dev", "test"}

@@ -4,8 +4,9 @@ Does a candidate rank a few dozen examples (say the off-domain probes) better or
 shipped adapter? Reads two `--predictions` files of `askbetter eval` on the same examples and
 prints each adapter's ROC-AUC and accuracy at its own threshold, then the difference of the AUCs
 with a 95% interval from a paired bootstrap (the same resampled examples scored for both) and the
-share of resamples where the candidate ranks better. On a few dozen examples a gap of a tenth can
-be noise; the interval says when it is not.
+share of resamples where the candidate ranks better, then both AUCs on each source's examples
+(each probe of a file that joins several). On a few dozen examples a gap of a tenth can be
+noise; the interval says when it is not.
 
     python scripts/paired_auc.py runs/eval/offdomain.shipped.pred.jsonl runs/s46/judge/offdomain.pred.jsonl
 """
@@ -52,6 +53,13 @@ def main() -> None:
     low, high = np.percentile(gaps, [2.5, 97.5])
     print(f"candidate - shipped AUC: {np.mean(gaps):+.3f}, 95% interval [{low:+.3f}, {high:+.3f}]; "
           f"candidate ahead in {np.mean(np.array(gaps) > 0):.0%} of {len(gaps)} paired resamples")
+    sources = np.array([str(shipped[i].get("source", "")) for i in ids])
+    for source in sorted(set(sources)):
+        mine = sources == source
+        if labels[mine].all() or not labels[mine].any():
+            continue
+        print(f"  {source}: shipped AUC {roc_auc_score(labels[mine], scores['shipped'][mine]):.3f}, "
+              f"candidate {roc_auc_score(labels[mine], scores['candidate'][mine]):.3f} (n={mine.sum()})")
 
 
 if __name__ == "__main__":

@@ -79,3 +79,18 @@ def test_a_scenarios_variants_share_a_split_and_most_scenarios_hold_both_labels(
     assert sum(len(found) == 2 for found in labels.values()) >= 0.6 * len(labels)
     splits = {split_of(f"written:{scenario}", 13) for scenario in labels}
     assert splits == {"train", "dev", "test"}
+
+
+def test_the_writers_cues_go_from_the_judged_turn_whatever_its_label(folder: Path) -> None:
+    """The acknowledgement before the question goes ("Right to buy" is no acknowledgement), and
+    the first letter's case is a hash of the id: half lower, half upper."""
+    assert source_written.uncued("ok thanks. when is the next one due?", "x").lower() == "when is the next one due?"
+    assert source_written.uncued("cool. and what does that relic do?", "x").lower() == "and what does that relic do?"
+    assert source_written.uncued("Right to buy: who qualifies?", "x").lower() == "right to buy: who qualifies?"
+    assert source_written.uncued("ok", "x").lower() == "ok"  # nothing after it: kept
+    lower = sum(source_written.uncued("How do I cancel it?", f"id-{i}")[0] == "h" for i in range(400))
+    assert 160 < lower < 240
+    raw = {ex["id"]: ex for ex in read_examples(folder / "turns.jsonl")}
+    for _, ex in source_written.convert(folder):
+        said = raw[ex["id"]]["messages"]
+        assert ex["messages"] == [*said[:-1], {"role": "user", "content": source_written.uncued(said[-1]["content"], ex["id"])}]

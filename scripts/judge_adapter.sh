@@ -10,9 +10,10 @@
 #   bash scripts/judge_adapter.sh runs/full/checkpoint runs/full/judge --test   # then the test split
 #
 # DEV_FILE names the dev file the threshold is picked on (default data/dev.unseen.jsonl;
-# data/decl/dev.jsonl for run s48, see the TRAINING_LOG), SHIPPED_DEV_PREDICTIONS the shipped
+# another build's, e.g. data/next/dev.unseen.jsonl for run s49, see the TRAINING_LOG), SHIPPED_DEV_PREDICTIONS the shipped
 # adapter's `--predictions` on that file (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's
-# on dev.unseen; required with DEV_FILE), both relative to the repository; `make data` writes the
+# on dev.unseen, made again after `make data` builds a changed dev split; required with DEV_FILE),
+# both relative to the repository; `make data` writes the
 # data files. An OUT_DIR is judged on one dev file (recorded in OUT_DIR/dev_file): judge on
 # another into another OUT_DIR.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,

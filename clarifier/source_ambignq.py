@@ -5,7 +5,8 @@ reference written from the disambiguated questions (see `clarification_for`); si
 clear; questions whose annotators disagree are skipped.
 
 `post`, from synthetic passages, one per reading, a statement of the disambiguated question's
-answer (`statements.as_statement`: "Virat Kohli was the Indian Test Match captain in 2018."): two readings' passages -> clarify (the reference names those two readings); one reading's
+answer (`statements.as_statement`: "Virat Kohli was the Indian Test Match captain in 2018."):
+two readings' passages -> clarify (the reference names those two readings); one reading's
 passage beside a passage from another question -> hard negative (kind (d): ambiguous-looking, but
 the documents support one reading); a single-answer question's passage beside another question's
 passage -> clear. Every post example has two documents, so their number tells nothing. The other

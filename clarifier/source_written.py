@@ -28,7 +28,7 @@ from askbetter.clarifier.examples import ExampleFormatError, read_examples
 from askbetter.clarifier.source_common import Converted, RawDataError, make_example, stable_fraction, user
 
 SOURCE = "written"
-ID = re.compile(r"(?P<scenario>written-[a-z]+-\d+)-\d+")  # written-<writer>-<scenario>-<variant>
+ID = re.compile(r"(?P<scenario>.+)-\d+")  # <scenario>-<variant>: written-<writer>-<number>-<variant> here
 # an acknowledgement before the judged turn's question ("ok thanks. ", "cool. ", "ok and ..."):
 # "ok" or "okay" always, another word only before punctuation ("Right to buy" stays)
 _ACKNOWLEDGEMENT = re.compile(

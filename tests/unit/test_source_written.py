@@ -42,9 +42,9 @@ def test_a_missing_folder_a_broken_line_or_an_id_without_its_variant_number_is_a
     path.write_text("\n".join([*lines[:2], "{not json", *lines[2:]]) + "\n", encoding="utf-8")
     with pytest.raises(RawDataError, match=r"turns\.jsonl:3"):
         list(source_written.convert(folder))
-    record = json.loads(lines[0]) | {"id": "written-z-001"}
+    record = json.loads(lines[0]) | {"id": "written-z-one"}
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    with pytest.raises(RawDataError, match="'written-z-001' is not <scenario>-<variant number>"):
+    with pytest.raises(RawDataError, match="'written-z-one' is not <scenario>-<variant number>"):
         list(source_written.convert(folder))
 
 

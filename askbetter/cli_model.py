@@ -29,24 +29,31 @@ def add_data(subparsers: Any) -> None:
     build.add_argument("--out", type=Path, default=Path("data"),
                        help="output folder (default: data); a build there already is replaced, other files stay")
     build.add_argument("--seed", type=int, default=13, help="split and sampling seed (default: 13)")
-    build.add_argument("--written", type=Path, default=None, metavar="DIR",
-                       help="a folder of written turns (JSONL, ids <scenario>-<variant>) added beside the "
-                            "datasets (default: the project's, clarifier/written)")
+    written = build.add_mutually_exclusive_group()
+    written.add_argument("--written", type=Path, default=None, metavar="DIR",
+                         help="a folder of written turns (JSONL, ids <scenario>-<variant number>; their "
+                              "source becomes 'written') added beside the datasets (default: the project's, "
+                              "clarifier/written)")
+    written.add_argument("--no-written", action="store_true",
+                         help="the datasets alone (the build before session 49 added written turns)")
     build.set_defaults(handler=cmd_data_build)
 
 
 def cmd_data_build(args: argparse.Namespace) -> int:
     from askbetter.clarifier.data_build import build_dataset, format_counts
-    from askbetter.clarifier.source_written import FOLDER
+    from askbetter.clarifier.source_written import FOLDER, files_of
 
     check_output_folders(out=args.out)
     # the splits move in one after another: one that could not would leave a mix of two builds
     if taken := [path for path in (args.out / f"{split}.jsonl" for split in SPLITS) if path.is_dir()]:
         raise UsageError(f"--out {args.out}: {taken[0]} is a folder, where the build writes a split: move it "
                          "away, or name another --out")
-    written = args.written or FOLDER
-    if not written.is_dir():  # before the raw data is read
-        raise UsageError(f"--written {written}: written turns folder not found")
+    written = None if args.no_written else args.written or FOLDER
+    try:
+        if written is not None:
+            files_of(written)  # before the raw data is read
+    except FileNotFoundError as exc:
+        raise UsageError(f"--written {written}: {exc}") from exc
     report = build_dataset(args.raw_dir, args.out, seed=args.seed, progress=True, written=written)
     print(format_counts(report))
     print("wrote " + ", ".join(str(path) for path in report.files.values()))

@@ -14,8 +14,8 @@ two referents, `source_followups` its follow-ups that their dialog settles over 
    without clarify examples, like the rewrite sets, keeps all);
 3. caps sources to a share of the total (`MAX_SHARE`: OR-ShARC teaches "ask for a missing fact",
    not ambiguity, AmbigNQ, being large, would otherwise swamp the rest, and the rewrite sets
-   would outnumber every other `pre` source); the written turns (`UNCOUNTED`) are kept whole
-   beside that total, so that they change no other source's examples;
+   would outnumber every other `pre` source); the written turns (`UNCOUNTED`) are kept beside
+   that total, uncapped, so that they change no other source's examples;
 4. sets a share of AmbigNQ's `post` examples among other passages, as a retriever returns them
    (`crowding`; in place, so every count stays), from the passages of the split its group is in;
 5. adds, for a share of the AmbigNQ questions the caps kept ambiguous, one of the two readings
@@ -73,7 +73,7 @@ logger = logging.getLogger(__name__)
 NEGATIVES_PER_CLARIFY = 1.0
 HARD_NEGATIVE_SHARE = 0.6
 MAX_SHARE = {"or-sharc": 0.15, "rewrites": 0.2, "ambignq": 0.45, "unresolved": 0.08}
-# kept whole and left out of the total that the shares are of: the shares bind most of it, so
+# uncapped and left out of the total that the shares are of: the shares bind most of it, so
 # every example added to the total would let the capped sources grow by several more
 UNCOUNTED = {source_written.SOURCE}
 

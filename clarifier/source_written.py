@@ -25,37 +25,59 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from askbetter.clarifier.examples import ExampleFormatError, read_examples
-from askbetter.clarifier.source_common import Converted, RawDataError, make_example, stable_fraction, user
+from askbetter.clarifier.source_common import (
+    MAX_HISTORY_MESSAGES,
+    Converted,
+    RawDataError,
+    make_example,
+    stable_fraction,
+    user,
+)
 
 SOURCE = "written"
 ID = re.compile(r"(?P<scenario>.+)-\d+")  # <scenario>-<variant>: written-<writer>-<number>-<variant> here
 # an acknowledgement before the judged turn's question ("ok thanks. ", "cool. ", "ok and ..."):
-# "ok" or "okay" always, another word only before punctuation ("Right to buy" stays)
+# "ok" or "okay" always, another word only before punctuation and a space ("Right to buy" and
+# "Right-to-buy" stay)
 _ACKNOWLEDGEMENT = re.compile(
-    r"^(?:(?:ok|okay)\b[\s,.!:;–—-]*"
+    r"^(?:(?:ok|okay)(?:\s*[,.!:;–—-]+)?(?:\s+|$)"
     r"|(?:thanks|thank you|cheers|great|nice|perfect|cool|right|got it|noted|good|that worked)"
-    r"\s*[,.!:;–—-]+\s*)+", re.I)
+    r"\s*[,.!:;–—-]+(?:\s+|$))+", re.I)
 FOLDER = Path(__file__).parent / "written"
 
 
 def convert(folder: Path = FOLDER) -> Iterator[Converted]:
     """Yield (scenario group, example) for every example of the JSONL files in `folder`, file
-    by file in name order. FileNotFoundError when there is no such folder."""
-    if not folder.is_dir():
-        raise FileNotFoundError(f"written turns folder not found: {folder}")
-    for path in sorted(folder.glob("*.jsonl")):
+    by file in name order, each with the source `SOURCE` whatever its file says.
+    FileNotFoundError when there is no such folder or it holds no JSONL file; RawDataError naming
+    the file and the example for one the build cannot take as it is."""
+    for path in files_of(folder):
         try:
             examples = read_examples(path)
         except ExampleFormatError as exc:
             raise RawDataError(str(exc)) from exc
         for ex in examples:
+            where = f"{path}: example {ex['id']!r}"
             if not (m := ID.fullmatch(ex["id"])):
-                raise RawDataError(f"{path}: id {ex['id']!r} is not <scenario>-<variant number>")
+                raise RawDataError(f"{where}: its id is not <scenario>-<variant number>")
+            if len(ex["messages"]) - 1 > MAX_HISTORY_MESSAGES:  # the build would drop the first ones
+                raise RawDataError(f"{where}: {len(ex['messages']) - 1} messages before the judged turn, "
+                                   f"where the build keeps {MAX_HISTORY_MESSAGES}: shorten its history")
             messages = [*ex["messages"][:-1], user(uncued(ex["messages"][-1]["content"], ex["id"]))]
-            yield f"{SOURCE}:{m['scenario']}", make_example(
-                ex["id"], SOURCE, ex["setting"], messages, ex["clarification"], ex["kind"],
-                ex["documents"],
-            )  # fmt: skip
+            try:
+                example = make_example(ex["id"], SOURCE, ex["setting"], messages, ex["clarification"],
+                                       ex["kind"], ex["documents"])
+            except ValueError as exc:  # a `post` example without passages
+                raise RawDataError(f"{where}: {exc}") from exc
+            yield f"{SOURCE}:{m['scenario']}", example
+
+
+def files_of(folder: Path) -> list[Path]:
+    """The folder's JSONL files in name order; FileNotFoundError when there are none."""
+    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    if not files:
+        raise FileNotFoundError(f"written turns folder not found, or without *.jsonl files: {folder}")
+    return files
 
 
 def uncued(turn: str, example_id: str) -> str:

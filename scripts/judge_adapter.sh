@@ -10,7 +10,8 @@
 #   bash scripts/judge_adapter.sh runs/full/checkpoint runs/full/judge --test   # then the test split
 #
 # DEV_FILE names the dev file the threshold is picked on (default data/dev.unseen.jsonl;
-# another build's, e.g. data/next/dev.unseen.jsonl for run s49, see the TRAINING_LOG), SHIPPED_DEV_PREDICTIONS the shipped
+# another build's, e.g. data/next/dev.unseen.jsonl for run s49, see the TRAINING_LOG),
+# SHIPPED_DEV_PREDICTIONS the shipped
 # adapter's `--predictions` on that file (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's
 # on dev.unseen, made again after `make data` builds a changed dev split; required with DEV_FILE),
 # both relative to the repository; `make data` writes the

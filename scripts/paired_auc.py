@@ -5,7 +5,7 @@ shipped adapter? Reads two `--predictions` files of `askbetter eval` on the same
 prints each adapter's ROC-AUC and accuracy at its own threshold, then the difference of the AUCs
 with a 95% interval from a paired bootstrap (the same resampled examples scored for both) and the
 share of resamples where the candidate ranks better, then both AUCs on each source's examples
-(each probe of a file that joins several). On a few dozen examples a gap of a tenth can be
+(each probe of a file that joins several; a source of one label has no AUC and says so). On a few dozen examples a gap of a tenth can be
 noise; the interval says when it is not.
 
     python scripts/paired_auc.py runs/eval/offdomain.shipped.pred.jsonl runs/s46/judge/offdomain.pred.jsonl
@@ -57,6 +57,7 @@ def main() -> None:
     for source in sorted(set(sources)):
         mine = sources == source
         if labels[mine].all() or not labels[mine].any():
+            print(f"  {source}: one label only, no AUC (n={mine.sum()})")
             continue
         print(f"  {source}: shipped AUC {roc_auc_score(labels[mine], scores['shipped'][mine]):.3f}, "
               f"candidate {roc_auc_score(labels[mine], scores['candidate'][mine]):.3f} (n={mine.sum()})")

@@ -35,8 +35,13 @@ def test_data_build_adds_the_written_turns_of_another_folder(tmp_path: Path, cap
                                                           (written / "turns.jsonl").read_text().splitlines()}
     assert any(i.startswith("written-z-") for i in ids)
     capsys.readouterr()
-    assert main(["data", "build", str(FIXTURE_RAW), "--out", str(tmp_path), "--written", str(tmp_path / "none")]) == 1
-    assert capsys.readouterr().err == f"askbetter: error: --written {tmp_path / 'none'}: written turns folder not found\n"
+    none = tmp_path / "none"
+    assert main(["data", "build", str(FIXTURE_RAW), "--out", str(tmp_path), "--written", str(none)]) == 1
+    assert capsys.readouterr().err == (f"askbetter: error: --written {none}: written turns folder not found, "
+                                       f"or without *.jsonl files: {none}\n")
+    assert main(["data", "build", str(FIXTURE_RAW), "--out", str(tmp_path), "--no-written"]) == 0
+    assert all(json.loads(line)["source"] != "written" for split in ("train", "dev", "test")
+               for line in (tmp_path / f"{split}.jsonl").read_text().splitlines())
 
 
 def test_data_build_refuses_a_folder_where_it_writes_a_split_before_any_data_is_read(

@@ -70,3 +70,16 @@ def test_paired_auc_reads_the_candidates_gap_and_refuses_files_of_other_examples
     monkeypatch.setattr(sys, "argv", [script, shipped, write("c.jsonl", rising, range(1, 9))])
     with pytest.raises(SystemExit, match="score other examples"):
         runpy.run_path(script, run_name="__main__")
+
+
+def test_paired_auc_names_a_source_of_one_label(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [(f"e{i}", "mixed" if i < 4 else "clear-only", int(i in (2, 3)), 0.1 * i) for i in range(6)]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(f'{{"id": "{i}", "source": "{src}", "label": {lab}, "score": {sc}, "decision": false}}\n'
+                            for i, src, lab, sc in rows), encoding="utf-8")
+    script = str(SCRIPTS[0].with_name("paired_auc.py"))
+    monkeypatch.setattr(sys, "argv", [script, str(path), str(path), "--resamples", "50"])
+    runpy.run_path(script, run_name="__main__")
+    assert capsys.readouterr().out.splitlines()[-2:] == ["  clear-only: one label only, no AUC (n=2)",
+                                                         "  mixed: shipped AUC 1.000, candidate 1.000 (n=4)"]

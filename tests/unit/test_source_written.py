@@ -35,8 +35,9 @@ def test_each_example_is_grouped_by_its_scenario_and_keeps_its_label(folder: Pat
 
 
 def test_a_missing_folder_a_broken_line_or_an_id_without_its_variant_number_is_an_error(folder: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="written turns folder not found"):
-        list(source_written.convert(folder / "nope"))
+    for nothing in (folder / "nope", Path(shutil.copytree(folder, folder.with_name("empty"), ignore=lambda *_: ["turns.jsonl"]))):
+        with pytest.raises(FileNotFoundError, match="written turns folder not found, or without"):
+            list(source_written.convert(nothing))
     path = folder / "turns.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()
     path.write_text("\n".join([*lines[:2], "{not json", *lines[2:]]) + "\n", encoding="utf-8")
@@ -44,7 +45,17 @@ def test_a_missing_folder_a_broken_line_or_an_id_without_its_variant_number_is_a
         list(source_written.convert(folder))
     record = json.loads(lines[0]) | {"id": "written-z-one"}
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    with pytest.raises(RawDataError, match="'written-z-one' is not <scenario>-<variant number>"):
+    with pytest.raises(RawDataError, match="'written-z-one': its id is not <scenario>-<variant number>"):
+        list(source_written.convert(folder))
+    long = json.loads(lines[1])  # the build keeps the last 6 messages before the judged turn
+    long["messages"] = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(8)] + long["messages"][-1:]
+    path.write_text(json.dumps(long) + "\n", encoding="utf-8")
+    with pytest.raises(RawDataError, match="'written-z-001-2': 8 messages before the judged turn, where the build keeps 6"):
+        list(source_written.convert(folder))
+    bare = json.loads(lines[2]) | {"documents": []}
+    bare["setting"] = "post"
+    path.write_text(json.dumps(bare) + "\n", encoding="utf-8")
+    with pytest.raises(RawDataError, match=r"turns\.jsonl: example 'written-z-001-3': .*needs documents"):
         list(source_written.convert(folder))
 
 
@@ -72,7 +83,7 @@ def test_the_shipped_turns_follow_the_writing_guide(shipped: list[dict]) -> None
         assert not any(QUESTION_ANSWER.match(d["text"]) for d in docs), ex["id"]
 
 
-def test_a_scenarios_variants_share_a_split_and_most_scenarios_hold_both_labels(shipped: list[dict]) -> None:
+def test_most_scenarios_hold_both_labels_and_the_scenarios_reach_every_split(shipped: list[dict]) -> None:
     labels: dict[str, set[bool]] = defaultdict(set)
     for ex in shipped:
         labels[source_written.ID.fullmatch(ex["id"])["scenario"]].add(needs_clarification(ex))
@@ -87,6 +98,7 @@ def test_the_writers_cues_go_from_the_judged_turn_whatever_its_label(folder: Pat
     assert source_written.uncued("ok thanks. when is the next one due?", "x").lower() == "when is the next one due?"
     assert source_written.uncued("cool. and what does that relic do?", "x").lower() == "and what does that relic do?"
     assert source_written.uncued("Right to buy: who qualifies?", "x").lower() == "right to buy: who qualifies?"
+    assert source_written.uncued("Right-to-buy: who qualifies?", "x").lower() == "right-to-buy: who qualifies?"
     assert source_written.uncued("ok", "x").lower() == "ok"  # nothing after it: kept
     lower = sum(source_written.uncued("How do I cancel it?", f"id-{i}")[0] == "h" for i in range(400))
     assert 160 < lower < 240
@@ -94,3 +106,11 @@ def test_the_writers_cues_go_from_the_judged_turn_whatever_its_label(folder: Pat
     for _, ex in source_written.convert(folder):
         said = raw[ex["id"]]["messages"]
         assert ex["messages"] == [*said[:-1], {"role": "user", "content": source_written.uncued(said[-1]["content"], ex["id"])}]
+
+
+def test_in_the_shipped_turns_the_case_of_the_first_letter_tells_nothing(shipped: list[dict]) -> None:
+    """The writers began 76% of the vague turns in lower case and 50% of the others."""
+    def lower_share(clarify: bool) -> float:
+        turns = [ex["messages"][-1]["content"] for ex in shipped if needs_clarification(ex) == clarify]
+        return sum(t[:1].islower() for t in turns) / len(turns)
+    assert abs(lower_share(True) - lower_share(False)) < 0.08

@@ -1,7 +1,5 @@
 """Turns written for this project (`clarifier/written/*.jsonl`), in domains that none of the
-public datasets covers: insurance and home repair, fitness and photography, workplace HR and
-software support, games, history and films, science and language, government services,
-childcare, bills and property.
+public datasets covers (the folder's README lists them: insurance, HR, history, farming...).
 
 Every other `post` source grounds its readings in one form (AmbigNQ's one-sentence statements,
 Abg-CoQA's stories, PACIFIC's tables, OR-ShARC's rules), and a model that learns those forms
@@ -82,9 +80,9 @@ def files_of(folder: Path) -> list[Path]:
 
 def uncued(turn: str, example_id: str) -> str:
     """The judged turn without two cues its writers left, whatever its label: the acknowledgement
-    before it goes ("ok thanks. when is the next one due?": they opened 15% of the vague turns
-    after a dialog and 5% of the others), and its first letter is upper or lower case by a hash of
-    the id (they began 76% of the vague turns in lower case and 50% of the others)."""
+    before it goes ("ok thanks. when is the next one due?": the first batch opened 35% of the vague
+    turns after a dialog that way and 7% of the others), and its first letter is upper or lower case by a hash of
+    the id (the first batch began 76% of the vague turns in lower case and 50% of the others)."""
     text = _ACKNOWLEDGEMENT.sub("", turn) or turn
     first = text[:1].lower() if stable_fraction(0, SOURCE, "case", example_id) < 0.5 else text[:1].upper()
     return first + text[1:]

@@ -11,11 +11,10 @@
 #
 # DEV_FILE names the dev file the threshold is picked on (default data/dev.unseen.jsonl;
 # another build's, e.g. data/next/dev.unseen.jsonl for run s49, see the TRAINING_LOG),
-# SHIPPED_DEV_PREDICTIONS the shipped
-# adapter's `--predictions` on that file (default: runs/eval/dev.unseen.s37.pred.jsonl, stage 35's
-# on dev.unseen, made again after `make data` builds a changed dev split; required with DEV_FILE),
-# both relative to the repository; `make data` writes the
-# data files. An OUT_DIR is judged on one dev file (recorded in OUT_DIR/dev_file): judge on
+# SHIPPED_DEV_PREDICTIONS the shipped adapter's `--predictions` on that file (default:
+# runs/eval/dev.unseen.s37.pred.jsonl, stage 35's on dev.unseen, made again after `make data`
+# builds a changed dev split; required with DEV_FILE), both relative to the repository; `make
+# data` writes the data files. An OUT_DIR is judged on one dev file (recorded in OUT_DIR/dev_file): judge on
 # another into another OUT_DIR.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,
 # dev.compare.md, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt, with --test
@@ -83,10 +82,12 @@ fi
 head -5 "$out/corpus.log"  # the report (tee keeps stdout; the progress bar goes to stderr)
 
 # every off-domain probe together (the corpus probe, scripts/sense_probe.jsonl,
-# scripts/domain_probe.jsonl and scripts/domain_probe_2.jsonl): the candidate's AUC against the shipped adapter's on the same
-# examples, with a paired-bootstrap interval (each probe alone is a few dozen examples)
+# scripts/domain_probe.jsonl and scripts/domain_probe_2.jsonl): the candidate's AUC against the
+# shipped adapter's on the same examples, with a paired-bootstrap interval (each probe alone is a
+# few dozen to a hundred examples)
 off=runs/eval/offdomain.jsonl off_shipped=runs/eval/offdomain.shipped.pred.jsonl
-cat runs/eval/corpus_probe.jsonl scripts/sense_probe.jsonl scripts/domain_probe.jsonl scripts/domain_probe_2.jsonl > "$off.new"
+cat runs/eval/corpus_probe.jsonl scripts/sense_probe.jsonl scripts/domain_probe.jsonl \
+    scripts/domain_probe_2.jsonl > "$off.new"
 if cmp -s "$off.new" "$off"; then rm "$off.new"; else mv "$off.new" "$off"; fi  # a changed probe is newer
 shipped_weights=clarifier/adapter/adapter_model.safetensors
 if [[ ! -f $off_shipped || $off -nt $off_shipped || $shipped_weights -nt $off_shipped ]]; then  # or another adapter shipped

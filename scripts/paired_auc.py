@@ -5,8 +5,8 @@ shipped adapter? Reads two `--predictions` files of `askbetter eval` on the same
 prints each adapter's ROC-AUC and accuracy at its own threshold, then the difference of the AUCs
 with a 95% interval from a paired bootstrap (the same resampled examples scored for both) and the
 share of resamples where the candidate ranks better, then both AUCs on each source's examples
-(each probe of a file that joins several; a source of one label has no AUC and says so). On a few dozen examples a gap of a tenth can be
-noise; the interval says when it is not.
+(each probe of a file that joins several; a source of one label has no AUC and says so). On a
+few dozen examples a gap of a tenth can be noise; the interval says when it is not.
 
     python scripts/paired_auc.py runs/eval/offdomain.shipped.pred.jsonl runs/s46/judge/offdomain.pred.jsonl
 """

@@ -11,18 +11,18 @@
 #
 # DEV_FILE names the dev file the threshold is picked on (default data/dev.unseen.jsonl;
 # another build's, e.g. data/next/dev.unseen.jsonl for run s49, see the TRAINING_LOG),
-# SHIPPED_DEV_PREDICTIONS the shipped adapter's `--predictions` on that file (default:
-# runs/eval/dev.unseen.s37.pred.jsonl, stage 35's on dev.unseen, made again after `make data`
-# builds a changed dev split; required with DEV_FILE), both relative to the repository; `make
+# SHIPPED_DEV_PREDICTIONS the shipped adapter's `--predictions` on that file (required with
+# DEV_FILE; by default runs/eval/dev.unseen.shipped.pred.jsonl, which the script makes, and makes
+# again when dev.unseen or the shipped weights are newer), both relative to the repository; `make
 # data` writes the data files. An OUT_DIR is judged on one dev file (recorded in OUT_DIR/dev_file): judge on
 # another into another OUT_DIR.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,
 # dev.compare.md, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt, with --test
 # test.log/.json. A scoring whose output is there is not run again (so --test after a first run
 # scores the test only).
-# Without --test, about half an hour on this 2-core CPU. SHIPPED_DEV_PREDICTIONS must be the
-# adapter in clarifier/adapter's: after shipping another one, make it again as the TRAINING_LOG
-# says (the shipped adapter's off-domain predictions are made again by themselves).
+# Without --test, about half an hour on this 2-core CPU (ten minutes more when the shipped adapter's
+# dev predictions are made again). A SHIPPED_DEV_PREDICTIONS given must be the adapter in
+# clarifier/adapter's.
 set -euo pipefail
 
 if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --test ) ]]; then
@@ -35,7 +35,8 @@ if [[ -n ${DEV_FILE:-} && -z ${SHIPPED_DEV_PREDICTIONS:-} ]]; then
     echo "DEV_FILE=$DEV_FILE needs SHIPPED_DEV_PREDICTIONS: the shipped adapter's --predictions on that file" >&2
     exit 2
 fi
-shipped=${SHIPPED_DEV_PREDICTIONS:-runs/eval/dev.unseen.s37.pred.jsonl} dev=${DEV_FILE:-data/dev.unseen.jsonl}
+shipped=${SHIPPED_DEV_PREDICTIONS:-runs/eval/dev.unseen.shipped.pred.jsonl} dev=${DEV_FILE:-data/dev.unseen.jsonl}
+shipped_weights=clarifier/adapter/adapter_model.safetensors
 bin=.venv/bin
 export HF_HUB_OFFLINE=1
 
@@ -54,6 +55,9 @@ fi
 if [[ ! -f $out/dev.pred.jsonl ]]; then
     "$bin/askbetter" calibrate "$dev" --adapter "$out/adapter" --predictions "$out/dev.pred.jsonl" \
         | tee "$out/calibrate.log"
+fi
+if [[ -z ${SHIPPED_DEV_PREDICTIONS:-} && ( ! -f $shipped || $dev -nt $shipped || $shipped_weights -nt $shipped ) ]]; then
+    "$bin/askbetter" eval "$dev" --adapter bundled --no-questions --predictions "$shipped" > /dev/null
 fi
 if [[ -f $shipped ]]; then
     "$bin/python" scripts/compare_predictions.py "shipped=$shipped" "candidate=$out/dev.pred.jsonl" | tee "$out/dev.compare.md"
@@ -89,7 +93,6 @@ off=runs/eval/offdomain.jsonl off_shipped=runs/eval/offdomain.shipped.pred.jsonl
 cat runs/eval/corpus_probe.jsonl scripts/sense_probe.jsonl scripts/domain_probe.jsonl \
     scripts/domain_probe_2.jsonl > "$off.new"
 if cmp -s "$off.new" "$off"; then rm "$off.new"; else mv "$off.new" "$off"; fi  # a changed probe is newer
-shipped_weights=clarifier/adapter/adapter_model.safetensors
 if [[ ! -f $off_shipped || $off -nt $off_shipped || $shipped_weights -nt $off_shipped ]]; then  # or another adapter shipped
     "$bin/askbetter" eval "$off" --adapter bundled --no-questions --predictions "$off_shipped" > /dev/null
 fi

@@ -152,3 +152,32 @@ def test_another_dev_file_is_calibrated_on_and_greeted_beside_itself(repo: Path,
     again = _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo)
     assert again.returncode == 2 and "was judged on data/decl/dev.jsonl, not data/dev.unseen.jsonl" in again.stderr
     assert _calls(tmp_path) == []
+
+
+def test_the_shipped_adapters_dev_predictions_are_made_when_missing_or_stale(repo: Path, tmp_path: Path) -> None:
+    """Without SHIPPED_DEV_PREDICTIONS the script scores the shipped adapter on dev itself, and again
+    once dev or the shipped weights are newer than those predictions (another build or a ship)."""
+    env = {k: v for k, v in os.environ.items() if k != "SHIPPED_DEV_PREDICTIONS"}
+    (repo / "data").mkdir()
+    (repo / "data" / "dev.unseen.jsonl").write_text('{"id": "dev"}\n')
+    weights = repo / "clarifier" / "adapter" / "adapter_model.safetensors"
+    weights.parent.mkdir(parents=True)
+    weights.write_text("shipped")
+    made = "askbetter eval data/dev.unseen.jsonl --adapter bundled --no-questions --predictions " \
+           "runs/eval/dev.unseen.shipped.pred.jsonl"
+
+    def run() -> list[str]:
+        done = subprocess.run(["bash", "scripts/judge_adapter.sh", "runs/full/checkpoint", "runs/full/judge"],
+                              cwd=repo, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        return [c for c in _calls(tmp_path) if "dev.unseen.jsonl --adapter bundled" in c]
+
+    assert run() == [made]
+    assert run() == []  # fresh: kept
+    predictions = repo / "runs" / "eval" / "dev.unseen.shipped.pred.jsonl"
+    os.utime(predictions, (1, 1))  # older than the weights, as after a ship
+    assert run() == [made]
+    os.utime(predictions, (1, 1))
+    os.utime(weights, (0, 0))
+    os.utime(repo / "data" / "dev.unseen.jsonl", (2, 2))  # a rebuilt dev
+    assert run() == [made]

@@ -31,9 +31,10 @@ GRAPH = "askbetter"
 AMBIGUOUS = "How do I turn on sync?"
 CLEAR = "How do I turn on sync in Nimbus Desktop?"
 REPLY = "Nimbus Desktop"
-#: above the post-retrieval check's score for CLEAR, which asks at the adapter's threshold (0.62
-#: with the shipped adapter over the bundled corpus: `askbetter ask "$CLEAR" --threshold 0.7` prints it)
-HIGH_THRESHOLD = 0.7
+#: above the checks' scores for CLEAR over the top 2 passages, where the post-retrieval check asks at
+#: the adapter's threshold (0.55 with the shipped adapter over the bundled corpus: `askbetter ask
+#: "$CLEAR" --threshold 0.9 --top-k 2` prints it)
+HIGH_THRESHOLD = 0.9
 
 
 @dataclass
@@ -139,8 +140,9 @@ async def check_context(client: LangGraphClient) -> bool:
 
 async def check_cancel(client: LangGraphClient) -> bool:
     thread, other = await new_thread(client), await new_thread(client)
+    # the checks off: the run must reach the answer, whatever the adapter scores
     cancelled = await stream(client, thread, cancel_at_token=True, input=user(CLEAR),
-                             context={"threshold": HIGH_THRESHOLD})
+                             context={"pre_check": False, "post_check": False})
     status = (await client.runs.get(thread, cancelled.run_id))["status"]
     nxt = await stream(client, other, input=user(AMBIGUOUS))
     ok = (status == "interrupted" and cancelled.first_token_s is not None

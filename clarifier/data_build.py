@@ -325,17 +325,16 @@ def _balance(items: list[Item], seed: int) -> list[Item]:
 
 def _cap_shares(items: list[Item], seed: int) -> list[Item]:
     """Downsample the converters of `MAX_SHARE`, whole groups at a time, to at most their share
-    of the final total."""
+    of the final total (of the converters outside `UNCOUNTED`, which are kept whole)."""
     by_converter: dict[str, list[Item]] = defaultdict(list)
     for it in items:
         by_converter[it.converter].append(it)
     sizes = {name: len(members) for name, members in by_converter.items() if name not in UNCOUNTED}
     limits = share_limits(sizes, {k: v for k, v in MAX_SHARE.items() if k in sizes})
-    limits |= {name: len(by_converter[name]) for name in UNCOUNTED if name in by_converter}
     return [
         it
         for name, members in by_converter.items()
-        for it in _keep(members, limits[name], seed, by_group=True)
+        for it in (members if name in UNCOUNTED else _keep(members, limits[name], seed, by_group=True))
     ]
 
 

@@ -86,12 +86,12 @@ fi
 head -5 "$out/corpus.log"  # the report (tee keeps stdout; the progress bar goes to stderr)
 
 # every off-domain probe together (the corpus probe, scripts/sense_probe.jsonl,
-# scripts/domain_probe.jsonl and scripts/domain_probe_2.jsonl): the candidate's AUC against the
-# shipped adapter's on the same examples, with a paired-bootstrap interval (each probe alone is a
-# few dozen to a hundred examples)
+# scripts/domain_probe.jsonl, scripts/domain_probe_2.jsonl and scripts/domain_probe_3.jsonl): the
+# candidate's AUC against the shipped adapter's on the same examples, with a paired-bootstrap
+# interval (each probe alone is a few dozen to a hundred and twenty examples)
 off=runs/eval/offdomain.jsonl off_shipped=runs/eval/offdomain.shipped.pred.jsonl
 cat runs/eval/corpus_probe.jsonl scripts/sense_probe.jsonl scripts/domain_probe.jsonl \
-    scripts/domain_probe_2.jsonl > "$off.new"
+    scripts/domain_probe_2.jsonl scripts/domain_probe_3.jsonl > "$off.new"
 if cmp -s "$off.new" "$off"; then rm "$off.new"; else mv "$off.new" "$off"; fi  # a changed probe is newer
 if [[ ! -f $off_shipped || $off -nt $off_shipped || $shipped_weights -nt $off_shipped ]]; then  # or another adapter shipped
     "$bin/askbetter" eval "$off" --adapter bundled --no-questions --predictions "$off_shipped" > /dev/null

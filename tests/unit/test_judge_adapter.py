@@ -45,7 +45,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         command = root / ".venv" / "bin" / name
         command.write_text(STAND_IN)
         command.chmod(command.stat().st_mode | stat.S_IXUSR)
-    for probe in ("sense_probe.jsonl", "domain_probe.jsonl", "domain_probe_2.jsonl"):
+    for probe in ("sense_probe.jsonl", "domain_probe.jsonl", "domain_probe_2.jsonl", "domain_probe_3.jsonl"):
         (root / "scripts" / probe).write_text(f'{{"id": "{probe}"}}\n')
     checkpoint = root / "runs" / "full" / "checkpoint"
     checkpoint.mkdir(parents=True)
@@ -87,8 +87,8 @@ def test_a_first_run_scores_dev_greetings_and_the_probes_on_a_copy_and_a_second_
         f"--predictions {out}/offdomain.pred.jsonl",
     ]
     probes = (repo / "runs/eval/offdomain.jsonl").read_text().splitlines()
-    assert probes[-3:] == ['{"id": "sense_probe.jsonl"}', '{"id": "domain_probe.jsonl"}',
-                           '{"id": "domain_probe_2.jsonl"}']  # after the corpus probe's
+    assert probes[-4:] == ['{"id": "sense_probe.jsonl"}', '{"id": "domain_probe.jsonl"}',  # after the corpus probe's
+                           '{"id": "domain_probe_2.jsonl"}', '{"id": "domain_probe_3.jsonl"}']
     assert "no runs/eval/missing.pred.jsonl" in done.stderr  # nothing to compare against
     # calibrate writes into the copy, which leaves the optimizer's state behind
     assert sorted(p.name for p in (out / "adapter").iterdir()) == ["adapter_config.json", "adapter_model.safetensors"]

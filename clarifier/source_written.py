@@ -81,8 +81,9 @@ def files_of(folder: Path) -> list[Path]:
 def uncued(turn: str, example_id: str) -> str:
     """The judged turn without two cues its writers left, whatever its label: the acknowledgement
     before it goes ("ok thanks. when is the next one due?": the first batch opened 35% of the vague
-    turns after a dialog that way and 7% of the others), and its first letter is upper or lower case by a hash of
-    the id (the first batch began 76% of the vague turns in lower case and 50% of the others)."""
+    turns after a dialog that way and 7% of the others), and its first letter is upper or lower
+    case by a hash of the id (the first batch began 76% of the vague turns in lower case and 50% of
+    the others)."""
     text = _ACKNOWLEDGEMENT.sub("", turn) or turn
     first = text[:1].lower() if stable_fraction(0, SOURCE, "case", example_id) < 0.5 else text[:1].upper()
     return first + text[1:]

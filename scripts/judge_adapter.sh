@@ -14,8 +14,8 @@
 # SHIPPED_DEV_PREDICTIONS the shipped adapter's `--predictions` on that file (required with
 # DEV_FILE; by default runs/eval/dev.unseen.shipped.pred.jsonl, which the script makes, and makes
 # again when dev.unseen or the shipped weights are newer), both relative to the repository; `make
-# data` writes the data files. An OUT_DIR is judged on one dev file (recorded in OUT_DIR/dev_file): judge on
-# another into another OUT_DIR.
+# data` writes the data files. An OUT_DIR is judged on one dev file (recorded in OUT_DIR/dev_file):
+# judge on another into another OUT_DIR.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,
 # dev.compare.md, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt, with --test
 # test.log/.json. A scoring whose output is there is not run again (so --test after a first run
@@ -40,6 +40,12 @@ shipped_weights=clarifier/adapter/adapter_model.safetensors
 bin=.venv/bin
 export HF_HUB_OFFLINE=1
 
+# the shipped adapter's predictions on $2 into $1, made again when $2 or the shipped weights are newer
+shipped_predictions() {
+    [[ -f $1 && ! $2 -nt $1 && ! $shipped_weights -nt $1 ]] ||
+        "$bin/askbetter" eval "$2" --adapter bundled --no-questions --predictions "$1" > /dev/null
+}
+
 mkdir -p "$out"
 if [[ -f $out/dev_file && $(cat "$out/dev_file") != "$dev" ]]; then  # its threshold and scores are another file's
     echo "$out was judged on $(cat "$out/dev_file"), not $dev: judge into another OUT_DIR" >&2
@@ -56,9 +62,7 @@ if [[ ! -f $out/dev.pred.jsonl ]]; then
     "$bin/askbetter" calibrate "$dev" --adapter "$out/adapter" --predictions "$out/dev.pred.jsonl" \
         | tee "$out/calibrate.log"
 fi
-if [[ -z ${SHIPPED_DEV_PREDICTIONS:-} && ( ! -f $shipped || $dev -nt $shipped || $shipped_weights -nt $shipped ) ]]; then
-    "$bin/askbetter" eval "$dev" --adapter bundled --no-questions --predictions "$shipped" > /dev/null
-fi
+[[ -n ${SHIPPED_DEV_PREDICTIONS:-} ]] || shipped_predictions "$shipped" "$dev"
 if [[ -f $shipped ]]; then
     "$bin/python" scripts/compare_predictions.py "shipped=$shipped" "candidate=$out/dev.pred.jsonl" | tee "$out/dev.compare.md"
 else
@@ -93,9 +97,7 @@ off=runs/eval/offdomain.jsonl off_shipped=runs/eval/offdomain.shipped.pred.jsonl
 cat runs/eval/corpus_probe.jsonl scripts/sense_probe.jsonl scripts/domain_probe.jsonl \
     scripts/domain_probe_2.jsonl scripts/domain_probe_3.jsonl > "$off.new"
 if cmp -s "$off.new" "$off"; then rm "$off.new"; else mv "$off.new" "$off"; fi  # a changed probe is newer
-if [[ ! -f $off_shipped || $off -nt $off_shipped || $shipped_weights -nt $off_shipped ]]; then  # or another adapter shipped
-    "$bin/askbetter" eval "$off" --adapter bundled --no-questions --predictions "$off_shipped" > /dev/null
-fi
+shipped_predictions "$off_shipped" "$off"
 if [[ ! -f $out/offdomain.pred.jsonl || $off -nt $out/offdomain.pred.jsonl ]]; then
     "$bin/askbetter" eval "$off" --adapter "$out/adapter" --no-questions \
         --predictions "$out/offdomain.pred.jsonl" > "$out/offdomain.log"

@@ -32,8 +32,8 @@ AMBIGUOUS = "How do I turn on sync?"
 CLEAR = "How do I turn on sync in Nimbus Desktop?"
 REPLY = "Nimbus Desktop"
 #: above the checks' scores for CLEAR over the top 2 passages, where the post-retrieval check asks at
-#: the adapter's threshold (0.55 with the shipped adapter over the bundled corpus: `askbetter ask
-#: "$CLEAR" --threshold 0.9 --top-k 2` prints it)
+#: the adapter's threshold (pre 0.32, post 0.55 with the shipped adapter over the bundled corpus:
+#: after `askbetter ingest askbetter/corpus`, `askbetter ask "$CLEAR" --threshold 0.9 --top-k 2` prints them)
 HIGH_THRESHOLD = 0.9
 
 

@@ -83,3 +83,23 @@ def test_paired_auc_names_a_source_of_one_label(
     runpy.run_path(script, run_name="__main__")
     assert capsys.readouterr().out.splitlines()[-2:] == ["  clear-only: one label only, no AUC (n=2)",
                                                          "  mixed: shipped AUC 1.000, candidate 1.000 (n=4)"]
+
+
+def test_written_cues_counts_each_cue_among_each_label() -> None:
+    """A vague turn alone in lower case, a clear one after a dialog over an untitled passage: each
+    cue's value lands under its own label."""
+    cue_table = runpy.run_path(str(SCRIPTS[0].with_name("written_cues.py")))["cue_table"]
+    vague = {"id": "w-1-1", "source": "written", "setting": "pre", "documents": [], "kind": "ambiguous",
+             "messages": [{"role": "user", "content": "when is it due"}], "clarification": "Which bill?"}
+    clear = {"id": "w-1-2", "source": "written", "setting": "post", "kind": "clear", "clarification": None,
+             "messages": [{"role": "user", "content": "I pay Orla 12 a month."},
+                          {"role": "assistant", "content": "Noted."},
+                          {"role": "user", "content": "When is the Orla bill due?"}],
+             "documents": [{"id": "d1", "text": "Orla bills fall due on the 3rd."},
+                           {"id": "d2", "title": "Orla", "text": "Orla is an energy firm."}]}
+    rows = {name: (clarify, clear_) for name, clarify, clear_ in cue_table([vague, clear])}
+    assert rows["judged turn starts lower case"] == ("100% of 1", "0% of 1")
+    assert rows["judged turn ends with '?'"] == ("0% of 1", "100% of 1")
+    assert rows["mean words, turn alone"] == ("4.0 (1)", "-")
+    assert rows["mean words, turn after a dialog"] == ("-", "6.0 (1)")
+    assert rows["post: untitled passages"] == ("-", "50% of 2")

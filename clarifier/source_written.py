@@ -11,7 +11,9 @@ sentences, titled or not, among near-miss ones. Language-model helper sessions w
 `written/WRITING_GUIDE.md` (the folder's README says how they were checked).
 
 Group: the scenario (`written-<writer>-<scenario>`, the id less its variant number), so a
-scenario's variants lie in one split. The files are part of the project, not raw data: the
+scenario's variants lie in one split; scenarios that share a passage, or a turn that opens its
+conversation, are one group (a writer reuses a passage in two scenarios now and then: apart, the
+test split would hold text that train has). The files are part of the project, not raw data: the
 build reads them beside any raw folder (`askbetter data build --written DIR` reads another
 folder of turns in the same form, e.g. a team's own).
 """
@@ -22,7 +24,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from askbetter.clarifier.examples import ExampleFormatError, read_examples
+from askbetter.clarifier.examples import Example, ExampleFormatError, read_examples
 from askbetter.clarifier.source_common import (
     MAX_HISTORY_MESSAGES,
     Converted,
@@ -31,6 +33,7 @@ from askbetter.clarifier.source_common import (
     stable_fraction,
     user,
 )
+from askbetter.clarifier.words import passage_key, turn_key
 
 SOURCE = "written"
 ID = re.compile(r"(?P<scenario>.+)-\d+")  # <scenario>-<variant>: written-<writer>-<number>-<variant> here
@@ -45,10 +48,12 @@ FOLDER = Path(__file__).parent / "written"
 
 
 def convert(folder: Path = FOLDER) -> Iterator[Converted]:
-    """Yield (scenario group, example) for every example of the JSONL files in `folder`, file
-    by file in name order, each with the source `SOURCE` whatever its file says.
+    """Yield (group, example) for every example of the JSONL files in `folder`, file by file in
+    name order, each with the source `SOURCE` whatever its file says; the group is the scenario's
+    (`groups`).
     FileNotFoundError when there is no such folder or it holds no JSONL file; RawDataError naming
     the file and the example for one the build cannot take as it is."""
+    converted: list[tuple[str, Example]] = []
     for path in files_of(folder):
         try:
             examples = read_examples(path)
@@ -67,7 +72,32 @@ def convert(folder: Path = FOLDER) -> Iterator[Converted]:
                                        ex["kind"], ex["documents"])
             except ValueError as exc:  # a `post` example without passages
                 raise RawDataError(f"{where}: {exc}") from exc
-            yield f"{SOURCE}:{m['scenario']}", example
+            converted.append((m["scenario"], example))
+    group_of = groups(converted)
+    for scenario, example in converted:
+        yield f"{SOURCE}:{group_of[scenario]}", example
+
+
+def groups(examples: list[tuple[str, Example]]) -> dict[str, str]:
+    """Each scenario's group: the first in name order of the scenarios it is joined to, directly
+    or through others, by a passage (`passage_key`) or a turn that opens its conversation
+    (`turn_key`) that both hold."""
+    parent = {scenario: scenario for scenario, _ in examples}
+
+    def root(scenario: str) -> str:
+        while parent[scenario] != scenario:
+            scenario = parent[scenario]
+        return scenario
+
+    first_with: dict[str, str] = {}
+    for scenario, ex in examples:
+        texts = [f"passage:{passage_key(d['text'])}" for d in ex["documents"]]
+        if len(ex["messages"]) == 1:
+            texts.append(f"turn:{turn_key(ex['messages'][0]['content'])}")
+        for text in texts:
+            a, b = root(scenario), root(first_with.setdefault(text, scenario))
+            parent[max(a, b)] = min(a, b)
+    return {scenario: root(scenario) for scenario in parent}
 
 
 def files_of(folder: Path) -> list[Path]:

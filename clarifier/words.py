@@ -1,4 +1,5 @@
-"""Content words: the lower-cased words of a text that are not stopwords.
+"""Content words: the lower-cased words of a text that are not stopwords; and the keys two turns
+or two passages are compared by when the build and `scripts/split_leaks.py` look for shared text.
 
 Shared by the data build (which questions and passages share a topic) and the prompt (which part
 of a long passage the conversation is about).
@@ -19,3 +20,13 @@ STOPWORDS = frozenset(
 
 def content_words(text: str) -> set[str]:
     return {w for w in WORD.findall(text.lower()) if w not in STOPWORDS}
+
+
+def turn_key(text: str) -> str:
+    """A turn as compared: lowercased words, punctuation and spacing dropped."""
+    return " ".join(WORD.findall(text.lower()))
+
+
+def passage_key(text: str) -> str:
+    """A passage as compared: its text with whitespace collapsed."""
+    return " ".join(text.split())

@@ -43,7 +43,7 @@ from askbetter.clarifier import metrics
 from askbetter.clarifier.evaluate import accuracy_cell, fmt_decimal, fmt_percent, read_predictions
 from askbetter.clarifier.examples import Example, read_examples
 from askbetter.clarifier.source_rewrites import PRONOUNS
-from askbetter.clarifier.words import content_words
+from askbetter.clarifier.words import content_words, passage_key, turn_key
 
 HELD_OUT = ("dev", "test")
 GENERIC_TURN_WORDS = 3
@@ -52,23 +52,12 @@ SHOW = 5
 CELLS = 6
 COLUMNS = ("examples", "turn shared", "turn leaks", "passage shared", "passage leaks")
 GROUPS = ("leaking", "others")
-_WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"[.!?]")
 
 Splits = dict[str, list[Example]]  # "train" and each of `HELD_OUT`: the examples of its file
 Counts = dict[tuple[str, str], Counter[str]]  # per (source, split), the counts of `COLUMNS`
 Leak = tuple[str, str, str]  # ("turn" or "passage", example id, the text)
 Row = dict[str, Any]  # one line of a `--predictions` file
-
-
-def turn_key(text: str) -> str:
-    """A turn as compared: lowercased words, punctuation and spacing dropped."""
-    return " ".join(_WORD.findall(text.lower()))
-
-
-def passage_key(text: str) -> str:
-    """A passage as compared: its text with whitespace collapsed."""
-    return " ".join(text.split())
 
 
 def conversation_key(ex: Example) -> tuple[tuple[str, str], ...]:

@@ -34,6 +34,29 @@ def test_each_example_is_grouped_by_its_scenario_and_keeps_its_label(folder: Pat
     assert not needs_clarification(by_id["written-z-001-2"]) and by_id["written-z-001-2"]["documents"] == []
 
 
+def test_scenarios_that_share_a_passage_or_an_opening_turn_are_one_group(folder: Path) -> None:
+    """Apart, a split could hold a passage or a whole question that another split has: z-003 takes
+    a passage of z-002, z-004 an opening turn of z-003's group (in other words and case), so all
+    three are z-002's group; z-001 stays its own."""
+    lines = (folder / "turns.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    passage = next(d for r in records if r["id"].startswith("written-z-002") for d in r["documents"])
+    opening = {"id": "written-z-003-1", "source": "written", "setting": "pre", "documents": [],
+               "messages": [{"role": "user", "content": "When does the Harbour line run?"}],
+               "clarification": None, "kind": "clear"}
+    sharing = {"id": "written-z-003-2", "source": "written", "setting": "post", "kind": "clear",
+               "messages": [{"role": "user", "content": "How late is it open?"}],
+               "documents": [{"id": "d1", "text": "  " + passage["text"]}], "clarification": None}
+    repeating = opening | {"id": "written-z-004-1",
+                           "messages": [{"role": "user", "content": "when does the harbour line run"}]}
+    extra = "".join(json.dumps(r) + "\n" for r in (opening, sharing, repeating))
+    (folder / "turns.jsonl").write_text("\n".join(lines) + "\n" + extra, encoding="utf-8")
+    group = {ex["id"]: g for g, ex in source_written.convert(folder)}
+    assert {group[i] for i in ("written-z-003-1", "written-z-003-2", "written-z-004-1")} == {"written:written-z-002"}
+    assert all(g == "written:written-z-002" for i, g in group.items() if i.startswith("written-z-002"))
+    assert all(g == "written:written-z-001" for i, g in group.items() if i.startswith("written-z-001"))
+
+
 def test_a_missing_folder_a_broken_line_or_an_id_without_its_variant_number_is_an_error(folder: Path) -> None:
     for nothing in (folder / "nope", Path(shutil.copytree(folder, folder.with_name("empty"), ignore=lambda *_: ["turns.jsonl"]))):
         with pytest.raises(FileNotFoundError, match="written turns folder not found, or without"):

@@ -37,7 +37,7 @@ import math
 import time
 import traceback
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -383,14 +383,16 @@ def leave_out(examples: list[Example], groups: Iterable[str]) -> list[Example]:
 
 
 def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: float = 1.0,
-                    by_kind: bool = False) -> list[Example]:
+                    by_kind: bool = False, source_weights: Mapping[str, float] | None = None,
+                    ) -> list[Example]:
     """A sample of `n` examples stratified by (source, setting, label, whether the judged turn has
     a history, so that a source's few turns after a dialog are not drowned by its many opening
     ones, see `source_topic_shift`), with the label split into kinds when `by_kind` (so that a
     source's clear questions are not drowned by its hard negatives): each stratum gets a share
     in proportion to its size to the `power` (1: proportional; 0.5: small strata get more than
-    their share, large ones less; 0: equal), largest remainders, at least one each while `n`
-    allows, never more than it has. Members are chosen by a hash of the seed and id; returned in a
+    their share, large ones less; 0: equal), times its source's weight in `source_weights` (1 for
+    a source it does not name), largest remainders, at least one each while `n` allows, never more
+    than it has. Members are chosen by a hash of the seed and id; returned in a
     deterministic shuffled order."""
     if n >= len(examples):
         chosen = list(examples)
@@ -400,7 +402,9 @@ def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: floa
             label_or_kind = ex["kind"] if by_kind else needs_clarification(ex)
             key: Stratum = (ex["source"], ex["setting"], label_or_kind, len(ex["messages"]) > 1)
             strata[key].append(ex)
-        quotas = _quotas({k: len(v) for k, v in strata.items()}, n, power)
+        weights = source_weights or {}
+        quotas = _quotas({k: len(v) for k, v in strata.items()}, n,
+                         {k: len(v) ** power * weights.get(k[0], 1.0) for k, v in strata.items()})
         chosen = []
         for key, members in strata.items():
             members = sorted(members, key=lambda ex: stable_fraction(seed, "sample", ex["id"]))
@@ -408,10 +412,9 @@ def balanced_sample(examples: list[Example], n: int, seed: int = 13, power: floa
     return sorted(chosen, key=lambda ex: stable_fraction(seed, "sample-order", ex["id"]))
 
 
-def _quotas(sizes: dict[Stratum, int], n: int, power: float) -> dict[Stratum, int]:
-    """Split `n` over parts in proportion to their sizes to the `power` (largest remainder), each
-    part getting at least one while `n` allows and never more than its size."""
-    weights = {k: s**power for k, s in sizes.items()}
+def _quotas(sizes: dict[Stratum, int], n: int, weights: dict[Stratum, float]) -> dict[Stratum, int]:
+    """Split `n` over parts in proportion to their `weights` (largest remainder), each part
+    getting at least one while `n` allows and never more than its size."""
     total = sum(weights.values())
     exact = {k: n * w / total for k, w in weights.items()}
     floor = 1 if n >= len(sizes) else 0

@@ -69,6 +69,9 @@ class TrainConfig:
     stratum_power: float = _option(1.0, "each (source, setting, label, has a history) stratum's share of "
                                         "the sample grows with its size to this power: 1 proportional, "
                                         "0.5 more of the small strata, 0 equal")
+    source_weight: tuple[str, ...] = _option((), "SOURCE=WEIGHT pairs (written=3): that source's strata "
+                                                 "get WEIGHT times the share of the sample that "
+                                                 "--stratum-power gives them")
     stratum_by_kind: bool = _option(False, "split each label's strata by kind (clear apart from hard-negative)")
     contrast_pairs: bool = _option(False, "add each sampled example's contrast group (same question, other "
                                           "label) from train.jsonl and batch the group together")
@@ -124,8 +127,25 @@ class TrainConfig:
             source, colon, setting = group.partition(":")
             if not source or (colon and setting not in ("pre", "post")):
                 raise ValueError(f"exclude takes SOURCE or SOURCE:pre or SOURCE:post, not {group!r}")
+        if self.source_weights() and not self.max_examples:
+            raise ValueError("source_weight needs max_examples (the sample it weights; 0 takes all)")
         if self.prompt_style not in TUNED_STYLES:
             raise ValueError(f"prompt_style must be one of {TUNED_STYLES}, not {self.prompt_style!r}")
+
+    def source_weights(self) -> dict[str, float]:
+        """`source_weight` as a mapping, or ValueError naming a pair that is not SOURCE=WEIGHT
+        with a finite WEIGHT above 0."""
+        weights = {}
+        for pair in self.source_weight:
+            source, _, text = pair.partition("=")
+            try:
+                weight = float(text)
+            except ValueError:
+                weight = math.nan
+            if not source or not (0 < weight < math.inf):
+                raise ValueError(f"source_weight takes SOURCE=WEIGHT with a weight above 0, not {pair!r}")
+            weights[source] = weight
+        return weights
 
     def data_files(self) -> tuple[Path, Path]:
         """The train and dev files in `data_dir`, or FileNotFoundError saying how to build them
@@ -141,4 +161,5 @@ class TrainConfig:
         d = asdict(self)
         d["data_dir"], d["out_dir"] = str(self.data_dir), str(self.out_dir)
         d["target_modules"], d["exclude"] = list(self.target_modules), list(self.exclude)
+        d["source_weight"] = list(self.source_weight)
         return d

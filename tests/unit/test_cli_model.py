@@ -139,6 +139,35 @@ def test_leaving_out_a_source_the_data_lacks_is_a_clear_error(tmp_path: Path, ca
     assert not (tmp_path / "run").exists()  # checked before the model loads or anything is written
 
 
+def test_source_weight_takes_source_weight_pairs() -> None:
+    args = build_parser().parse_args(["train", "--source-weight", "written=3", "ambignq=0.5"])
+    assert args.source_weight == ("written=3", "ambignq=0.5")
+    assert TrainConfig(source_weight=args.source_weight).source_weights() == {"written": 3.0, "ambignq": 0.5}
+
+
+@pytest.mark.parametrize("pair", ["written", "written=0", "=2", "written=x", "written=inf", "written=-1"])
+def test_a_malformed_source_weight_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], pair: str) -> None:
+    assert main(["train", "--source-weight", pair, "--out-dir", str(tmp_path / "run")]) == 1
+    assert f"source_weight takes SOURCE=WEIGHT with a weight above 0, not {pair!r}" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_source_weight_without_a_sample_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["train", "--source-weight", "written=3", "--max-examples", "0", "--out-dir", str(tmp_path / "run")]
+    assert main(argv) == 1
+    assert "source_weight needs max_examples" in capsys.readouterr().err
+
+
+def test_weighting_a_source_the_data_lacks_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["data", "build", str(FIXTURE_RAW), "--out", str(tmp_path / "data")]) == 0
+    capsys.readouterr()
+    argv = ["train", "--data-dir", str(tmp_path / "data"), "--out-dir", str(tmp_path / "run")]
+    assert main([*argv, "--source-weight", "qulac=2"]) == 1
+    err = capsys.readouterr().err
+    assert "--source-weight qulac: no such source in the training pool; there are abg-coqa" in err
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("group", ["ambignq:dev", ":pre", "ambignq:"])
 def test_a_malformed_exclude_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], group: str) -> None:
     assert main(["train", "--exclude", group, "--out-dir", str(tmp_path / "run")]) == 1

@@ -893,6 +893,21 @@ def test_a_lower_stratum_power_gives_small_strata_more_and_never_more_than_they_
     assert equal[("c", "pre", False)] == sizes[("c", "pre", False)]  # capped at what it has
 
 
+def test_a_source_weight_multiplies_its_strata_shares():
+    examples = fake_examples()
+
+    def from_b(weights: dict[str, float] | None) -> int:
+        sample = balanced_sample(examples, 100, seed=3, power=0.5, source_weights=weights)
+        assert len(sample) == 100
+        return sum(ex["source"] == "b" for ex in sample)
+
+    plain, tripled = from_b(None), from_b({"b": 3.0})
+    assert from_b({"a": 1.0, "zzz": 5.0}) == plain  # weight 1 and unnamed sources change nothing
+    assert plain < tripled <= 100
+    assert from_b({"b": 0.25}) < plain
+    assert from_b({"b": 1e6}) == 97  # all but the one each of the three other strata keep
+
+
 def test_by_kind_gives_clear_questions_a_stratum_apart_from_hard_negatives():
     clear = [make_example(f"clear-{i}", "a", "pre", [user("q")], None, "clear") for i in range(50)]
     hard = [make_example(f"hard-{i}", "a", "pre", [user("q")], None, "hard-negative") for i in range(950)]

@@ -566,6 +566,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
             r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
         lora.inference_mode = False  # a saved adapter's config says True
         lora.lora_dropout = cfg.lora_dropout  # a training option, a continued adapter's too
+        # named below; a saved Hub id here makes PEFT warn that it "was renamed" to the local base
+        lora.base_model_name_or_path = None
         with peft_quietly():
             model = get_peft_model(lm, lora)
     model.peft_config["default"].base_model_name_or_path = base_model_name(base)

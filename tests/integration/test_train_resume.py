@@ -87,7 +87,7 @@ def test_train_refuses_to_resume_a_checkpoint_of_other_batches(
     assert main(options) == 0  # the same options still resume
 
 
-def test_train_continues_an_existing_adapter(tmp_path: Path) -> None:
+def test_train_continues_an_existing_adapter(tmp_path: Path, recwarn: pytest.WarningsRecorder) -> None:
     """`init_adapter` starts from the given adapter's weights (not a fresh LoRA, whose B is zero)
     and keeps its LoRA shape, also when the run resumes from its checkpoint; the record of the
     earlier run is kept under `continued_from`."""
@@ -103,6 +103,10 @@ def test_train_continues_an_existing_adapter(tmp_path: Path) -> None:
                       dev_examples=2, max_input_tokens=64, batch_tokens=256, max_batch_size=2,
                       max_steps=1, lr=1e-6, lora_r=4, lora_dropout=0.0, init_adapter="bundled")
     adapter = train(cfg)
+    # its base is named as the bundled one's is, without PEFT's warning that the name changed
+    assert json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"] == (
+        "HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert not [w for w in recwarn if "was renamed" in str(w.message)]
     # the dropout is a training option, a continued adapter's too (the bundled one's is 0.05)
     assert json.loads((adapter / "adapter_config.json").read_text())["lora_dropout"] == 0.0
     before = load_file(BUNDLED_ADAPTER_DIR / "adapter_model.safetensors")

@@ -134,8 +134,8 @@ class TrainConfig:
 
     def source_weights(self) -> dict[str, float]:
         """`source_weight` as a mapping, or ValueError naming a pair that is not SOURCE=WEIGHT
-        with a finite WEIGHT above 0."""
-        weights = {}
+        with a finite WEIGHT above 0, or a source named twice."""
+        weights: dict[str, float] = {}
         for pair in self.source_weight:
             source, _, text = pair.partition("=")
             try:
@@ -143,7 +143,9 @@ class TrainConfig:
             except ValueError:
                 weight = math.nan
             if not source or not (0 < weight < math.inf):
-                raise ValueError(f"source_weight takes SOURCE=WEIGHT with a weight above 0, not {pair!r}")
+                raise ValueError(f"source_weight takes SOURCE=WEIGHT with a finite weight above 0, not {pair!r}")
+            if source in weights:
+                raise ValueError(f"source_weight names {source} twice")
             weights[source] = weight
         return weights
 

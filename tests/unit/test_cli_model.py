@@ -148,8 +148,14 @@ def test_source_weight_takes_source_weight_pairs() -> None:
 @pytest.mark.parametrize("pair", ["written", "written=0", "=2", "written=x", "written=inf", "written=-1"])
 def test_a_malformed_source_weight_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], pair: str) -> None:
     assert main(["train", "--source-weight", pair, "--out-dir", str(tmp_path / "run")]) == 1
-    assert f"source_weight takes SOURCE=WEIGHT with a weight above 0, not {pair!r}" in capsys.readouterr().err
+    assert f"source_weight takes SOURCE=WEIGHT with a finite weight above 0, not {pair!r}" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_source_weighted_twice_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["train", "--source-weight", "written=3", "written=2", "--out-dir", str(tmp_path / "run")]
+    assert main(argv) == 1
+    assert "source_weight names written twice" in capsys.readouterr().err
 
 
 def test_source_weight_without_a_sample_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -539,7 +539,8 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
         check_both_labels(dev, f"those are --dev-examples {cfg.dev_examples} of {dev_file}: {then}")
     if cfg.exclude:
         log.warning("Left out %s: %d examples of %s kept", " ".join(cfg.exclude), len(pool), train_file)
-    if unknown := sorted(set(cfg.source_weights()) - {ex["source"] for ex in pool}):
+    source_weights = cfg.source_weights()
+    if unknown := sorted(set(source_weights) - {ex["source"] for ex in pool}):
         raise UnknownGroup(f"--source-weight {', '.join(unknown)}: no such source in the training pool; "
                            f"there are {', '.join(sorted({ex['source'] for ex in pool}))}")
     init = resolve_adapter(cfg.init_adapter)
@@ -577,7 +578,7 @@ def train(cfg: TrainConfig, settings: Settings | None = None) -> Path:
             set_peft_model_state_dict(model, load_file(weights / ADAPTER_WEIGHTS))
 
     examples = (balanced_sample(pool, cfg.max_examples, cfg.seed, cfg.stratum_power,
-                                cfg.stratum_by_kind, cfg.source_weights())
+                                cfg.stratum_by_kind, source_weights)
                 if cfg.max_examples else pool)
     grouped = with_contrasts(examples, pool) if cfg.contrast_pairs else [[e] for e in examples]
     if cfg.smalltalk_share:

@@ -5,7 +5,8 @@ serves two, over three datasets (questions their history resolves, and the same 
 their pronoun left unresolved); `source_topic_shift` asks some of AmbigNQ's questions again after
 another dialog; `source_referents` sets CANARD's pronoun questions over passages that name
 two referents, `source_followups` its follow-ups that their dialog settles over passages,
-`source_answers` TREC iKAT's follow-ups over its grounded answers as passages. Beside them
+`source_answers` TREC iKAT's follow-ups over its grounded answers as passages, `source_named_pair`
+CANARD's pronoun questions after an opening that names one candidate or two. Beside them
 `source_written` reads the project's written turns (a folder of its own, not raw data). The build then
 1. drops examples whose input repeats an earlier one (same setting, messages and documents),
    and all of them when they disagree on the label;
@@ -14,8 +15,9 @@ two referents, `source_followups` its follow-ups that their dialog settles over 
    without clarify examples, like the rewrite sets, keeps all);
 3. caps sources to a share of the total (`MAX_SHARE`: OR-ShARC teaches "ask for a missing fact",
    not ambiguity, AmbigNQ, being large, would otherwise swamp the rest, and the rewrite sets
-   would outnumber every other `pre` source); the written turns (`UNCOUNTED`) are kept beside
-   that total, uncapped, so that they change no other source's examples;
+   would outnumber every other `pre` source); the written turns and the named pairs
+   (`UNCOUNTED`) are kept beside that total, uncapped, so that they change no other source's
+   examples;
 4. sets a share of AmbigNQ's `post` examples among other passages, as a retriever returns them
    (`crowding`; in place, so every count stays), from the passages of the split its group is in;
 5. adds, for a share of the AmbigNQ questions the caps kept ambiguous, one of the two readings
@@ -51,6 +53,7 @@ from askbetter.clarifier import (
     source_ambignq,
     source_answers,
     source_followups,
+    source_named_pair,
     source_or_sharc,
     source_pacific,
     source_referents,
@@ -75,7 +78,7 @@ HARD_NEGATIVE_SHARE = 0.6
 MAX_SHARE = {"or-sharc": 0.15, "rewrites": 0.2, "ambignq": 0.45, "unresolved": 0.08}
 # uncapped and left out of the total that the shares are of: the shares bind most of it, so
 # every example added to the total would let the capped sources grow by several more
-UNCOUNTED = {source_written.SOURCE}
+UNCOUNTED = {source_written.SOURCE, "named-pair"}
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ SOURCES = (
     Source("answers", source_answers.FOLDERS, source_answers.convert, False),
     Source("answers-unresolved", source_answers.FOLDERS, source_answers.convert_unresolved,
            False),
+    Source("named-pair", source_named_pair.FOLDERS, source_named_pair.convert, False),
 )
 
 ALL_FOLDERS = tuple(dict.fromkeys(f for s in SOURCES for f in s.folders))

@@ -90,6 +90,42 @@ class Referent:
         return content_words(f"{self.passage.get('title', '')} {self.passage['text']}")
 
 
+@dataclass(frozen=True)
+class Referents:
+    """CANARD's questions with a named referent, and per split and pronoun class the referents
+    a question's partner is drawn from."""
+
+    every: list[Referent]
+    pools: dict[tuple[str, frozenset[str]], list[Referent]]
+
+    def partner(self, r: Referent, key: str, seed: int) -> Referent | None:
+        """Another dialog's referent of `r`'s split and pronoun class, with another name, neither
+        passage naming the other's referent (the first of `PARTNER_TRIES` from a place hashed
+        from `key`), or None."""
+        pool = self.pools[(split_of(r.group, seed), r.pronouns)]
+        start = int(stable_fraction(seed, "partner", key) * len(pool))
+        own_name = content_words(r.name)
+        for i in range(min(PARTNER_TRIES, len(pool))):
+            other = pool[(start + i) % len(pool)]
+            other_name = content_words(other.name)
+            if (other.group != r.group and other_name and not other_name & r.passage_words
+                    and not own_name & other.passage_words):
+                return other
+        return None
+
+
+def canard_referents(raw_dir: Path, seed: int) -> Referents:
+    """The CANARD questions whose pronoun the rewrite replaces with a name that their dialog's
+    passage (`dialog_passages`) holds, with their partner pools."""
+    pairs = [p for p in source_rewrites.rewrite_pairs(raw_dir) if p.dataset == "canard"]
+    passages = dialog_passages(pairs, seed)
+    every = [r for p in pairs if (r := _referent(p, passages)) is not None]
+    pools: dict[tuple[str, frozenset[str]], list[Referent]] = defaultdict(list)
+    for r in every:
+        pools[(split_of(r.group, seed), r.pronouns)].append(r)
+    return Referents(every, dict(pools))
+
+
 def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     """Yield (CANARD section group, example): for a `SHARE` of the questions with a named
     referent, an ambiguous `post` example over two referents' passages (after another dialog, with
@@ -97,18 +133,13 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
     negative."""
     dialogs = [p for p in source_rewrites.rewrite_pairs(raw_dir)
                if p.dataset in source_rewrites.DIALOG_DATASETS]
-    pairs = [p for p in dialogs if p.dataset == "canard"]
-    passages = dialog_passages(pairs, seed)
     donors = source_rewrites.donor_histories(dialogs, seed)
-    referents = [r for p in pairs if (r := _referent(p, passages)) is not None]
-    pools: dict[tuple[str, frozenset[str]], list[Referent]] = defaultdict(list)
-    for r in referents:
-        pools[(split_of(r.group, seed), r.pronouns)].append(r)
-    for r in referents:
+    referents = canard_referents(raw_dir, seed)
+    for r in referents.every:
         base = f"canard-{r.pair.group}-{r.pair.turn_id}"
         if stable_fraction(seed, "referents", base) >= SHARE:
             continue
-        partner = _partner(r, pools[(split_of(r.group, seed), r.pronouns)], base, seed)
+        partner = referents.partner(r, base, seed)
         if partner is None:
             continue
         docs = ordered([r.passage, partner.passage], seed, base)
@@ -201,20 +232,6 @@ def _referent(pair: RewritePair, passages: dict[str, Document]) -> Referent | No
         return None
     referent = Referent(pair, pair.split_group, pronoun, name, passage)
     return referent if content_words(name) <= referent.passage_words else None
-
-
-def _partner(r: Referent, pool: list[Referent], key: str, seed: int) -> Referent | None:
-    """Another dialog's referent from `pool`, with another name, neither passage naming the
-    other's referent (the first of `PARTNER_TRIES` from a hashed place), or None."""
-    start = int(stable_fraction(seed, "partner", key) * len(pool))
-    own_name = content_words(r.name)
-    for i in range(min(PARTNER_TRIES, len(pool))):
-        other = pool[(start + i) % len(pool)]
-        other_name = content_words(other.name)
-        if (other.group != r.group and other_name and not other_name & r.passage_words
-                and not own_name & other.passage_words):
-            return other
-    return None
 
 
 def ordered(docs: list[Document], seed: int, key: str) -> list[Document]:

@@ -10,20 +10,11 @@ import pytest
 
 from askbetter.clarifier import source_referents, source_rewrites
 from askbetter.clarifier.examples import Example, needs_clarification
-from askbetter.clarifier.source_common import assistant, split_of, user
+from askbetter.clarifier.source_common import split_of
+from example_factory import canard_pair
 
 RAW = Path(__file__).parents[1] / "fixtures" / "raw"
 SEED = 13
-
-
-def _pair(i: int, pronoun: str, resolved: bool) -> source_rewrites.RewritePair:
-    """Dialog `i` about Person{i} Smith{i}; its history names them only when `resolved`."""
-    name = f"Person{i} Smith{i}"
-    answer = f"{name} joined a band." if resolved else "Joined a band in 1990."
-    history = [user("What happened first?"), assistant(answer), user("Anything else?"),
-               assistant("I don't know.")]  # fmt: skip
-    return source_rewrites.RewritePair("canard", f"g{i}", "3", history, f"When was {pronoun} born?",
-                                       f"When was {name} born?", f"{name}: Career")
 
 
 def _words(text: str) -> set[str]:
@@ -32,8 +23,8 @@ def _words(text: str) -> set[str]:
 
 @pytest.fixture
 def made(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Example]]:
-    pairs = [_pair(i, "he", resolved=i % 2 == 0) for i in range(40)]
-    pairs += [_pair(i, "she", resolved=False) for i in range(40, 80)]
+    pairs = [canard_pair(i, "he", resolved=i % 2 == 0) for i in range(40)]
+    pairs += [canard_pair(i, "she", resolved=False) for i in range(40, 80)]
     monkeypatch.setattr(source_rewrites, "rewrite_pairs", lambda raw_dir: pairs)
     monkeypatch.setattr(source_referents, "SHARE", 1.0)
     return list(source_referents.convert(RAW, SEED))
@@ -132,7 +123,7 @@ def test_asked_after_another_dialog_the_rewrite_gives_a_clear_twin(made):
 
 
 def test_the_share_keeps_whole_questions(monkeypatch):
-    pairs = [_pair(i, "he", resolved=True) for i in range(60)]
+    pairs = [canard_pair(i, "he", resolved=True) for i in range(60)]
     monkeypatch.setattr(source_rewrites, "rewrite_pairs", lambda raw_dir: pairs)
 
     def made(share: float) -> set[str]:

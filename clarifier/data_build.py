@@ -78,7 +78,8 @@ HARD_NEGATIVE_SHARE = 0.6
 MAX_SHARE = {"or-sharc": 0.15, "rewrites": 0.2, "ambignq": 0.45, "unresolved": 0.08}
 # uncapped and left out of the total that the shares are of: the shares bind most of it, so
 # every example added to the total would let the capped sources grow by several more
-UNCOUNTED = {source_written.SOURCE, "named-pair"}
+NAMED_PAIR = "named-pair"
+UNCOUNTED = {source_written.SOURCE, NAMED_PAIR}
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ SOURCES = (
     Source("answers", source_answers.FOLDERS, source_answers.convert, False),
     Source("answers-unresolved", source_answers.FOLDERS, source_answers.convert_unresolved,
            False),
-    Source("named-pair", source_named_pair.FOLDERS, source_named_pair.convert, False),
+    Source(NAMED_PAIR, source_named_pair.FOLDERS, source_named_pair.convert, False),
 )
 
 ALL_FOLDERS = tuple(dict.fromkeys(f for s in SOURCES for f in s.folders))

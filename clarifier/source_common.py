@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache, wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -128,6 +128,14 @@ def stable_fraction(seed: int, *keys: object) -> float:
     return _hash64(seed, keys) / 2**64
 
 
+T = TypeVar("T")
+
+
+def stable_choice(options: Sequence[T], seed: int, *keys: object) -> T:
+    """One of `options`, picked by `stable_fraction` of the seed and the keys."""
+    return options[int(stable_fraction(seed, *keys) * len(options))]
+
+
 def split_of(group: str, seed: int) -> str:
     """The split a group belongs to: 80/10/10 by a hash of the seed and the group id."""
     x = stable_fraction(seed, "split", group)
@@ -147,7 +155,6 @@ def require_file(folder: Path, name: str) -> Path:
 
 
 Signature = tuple[tuple[str, int, int], ...]
-T = TypeVar("T")
 
 
 def files_signature(*folders: Path) -> Signature:

@@ -26,7 +26,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from askbetter.clarifier import source_referents, source_rewrites
-from askbetter.clarifier.source_common import Converted, assistant, make_example, stable_fraction, user
+from askbetter.clarifier.source_common import (
+    Converted,
+    assistant,
+    make_example,
+    stable_choice,
+    stable_fraction,
+    user,
+)
 from askbetter.clarifier.types import Message
 from askbetter.clarifier.words import content_words
 
@@ -66,9 +73,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
         names = [r.name, partner.name]
         if stable_fraction(seed, "named-order", base) < 0.5:
             names.reverse()
-        template = source_referents.TEMPLATES[
-            int(stable_fraction(seed, "template", base) * len(source_referents.TEMPLATES))]
-        ask = template.format(a=names[0], b=names[1], pronoun=r.pronoun)
+        ask = source_referents.which_of_two(names, r.pronoun, seed, base)
         both = f"{names[0]} and {names[1]}"
         turns = (
             (TWO, both, r.pair.question, ask, "ambiguous"),
@@ -83,7 +88,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
 
 def opening(named: str, seed: int, key: str) -> str:
     """An opening sentence naming `named`, its wording picked by a hash of `key`."""
-    return OPENINGS[int(stable_fraction(seed, "opening", key) * len(OPENINGS))].format(named)
+    return stable_choice(OPENINGS, seed, "opening", key).format(named)
 
 
 def conversation(first: str, question: str, seed: int, key: str) -> list[Message]:
@@ -91,5 +96,4 @@ def conversation(first: str, question: str, seed: int, key: str) -> list[Message
     after an assistant's acknowledgement (picked by a hash of `key`)."""
     if stable_fraction(seed, "same-message", key) < SAME_MESSAGE_SHARE:
         return [user(f"{first} {question[:1].upper()}{question[1:]}")]
-    ack = ACKNOWLEDGEMENTS[int(stable_fraction(seed, "ack", key) * len(ACKNOWLEDGEMENTS))]
-    return [user(first), assistant(ack), user(question)]
+    return [user(first), assistant(stable_choice(ACKNOWLEDGEMENTS, seed, "ack", key)), user(question)]

@@ -41,6 +41,7 @@ from askbetter.clarifier.source_common import (
     document,
     make_example,
     split_of,
+    stable_choice,
     stable_fraction,
     user,
 )
@@ -144,8 +145,7 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
             continue
         docs = ordered([r.passage, partner.passage], seed, base)
         names = [r.name, partner.name] if docs[0] is r.passage else [partner.name, r.name]
-        template = TEMPLATES[int(stable_fraction(seed, "template", base) * len(TEMPLATES))]
-        ask = template.format(a=names[0], b=names[1], pronoun=r.pronoun)
+        ask = which_of_two(names, r.pronoun, seed, base)
         avoid = content_words(r.name) | content_words(partner.name) | r.pronouns
         history = None
         if stable_fraction(seed, "after-dialog", base) < AFTER_DIALOG_SHARE:
@@ -162,6 +162,12 @@ def convert(raw_dir: Path, seed: int = 13) -> Iterator[Converted]:
             yield r.group, make_example(f"{base}{RESOLVED}", "canard", "post",
                                         [*history, user(r.pair.question)], None, "hard-negative",
                                         docs)  # fmt: skip
+
+
+def which_of_two(names: list[str], pronoun: str, seed: int, key: str) -> str:
+    """The reference question naming the two `names` in their order, its wording (`TEMPLATES`)
+    picked by a hash of `key`."""
+    return stable_choice(TEMPLATES, seed, "template", key).format(a=names[0], b=names[1], pronoun=pronoun)
 
 
 def referent_name(question: str, rewrite: str, pronoun: str) -> str | None:

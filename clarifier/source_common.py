@@ -136,6 +136,18 @@ def stable_choice(options: Sequence[T], seed: int, *keys: object) -> T:
     return options[int(stable_fraction(seed, *keys) * len(options))]
 
 
+def first_match(pool: Sequence[T], accept: Callable[[T], bool], tries: int, seed: int,
+                *keys: object) -> T | None:
+    """The first member of `pool` that `accept` takes, among `tries` consecutive ones (wrapping
+    round) from a place picked by `stable_fraction` of the seed and the keys; None if none is."""
+    start = int(stable_fraction(seed, *keys) * len(pool))
+    for i in range(min(tries, len(pool))):
+        member = pool[(start + i) % len(pool)]
+        if accept(member):
+            return member
+    return None
+
+
 def split_of(group: str, seed: int) -> str:
     """The split a group belongs to: 80/10/10 by a hash of the seed and the group id."""
     x = stable_fraction(seed, "split", group)

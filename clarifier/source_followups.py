@@ -32,6 +32,7 @@ from askbetter.clarifier.source_common import (
     MAX_HISTORY_MESSAGES,
     Converted,
     document,
+    first_match,
     make_example,
     rng_for,
     split_of,
@@ -98,10 +99,8 @@ def other_passage(
 ) -> Document | None:
     """Another dialog's passage from `pool` naming none of `avoid` (the first of `OTHER_TRIES`
     from a hashed place), or None."""
-    start = int(stable_fraction(seed, "followup-passage", key) * len(pool))
-    for i in range(min(OTHER_TRIES, len(pool))):
-        other_group, passage = pool[(start + i) % len(pool)]
-        words = content_words(f"{passage.get('title', '')} {passage['text']}")
-        if other_group != group and not avoid & words:
-            return passage
-    return None
+    other = first_match(
+        pool,
+        lambda o: o[0] != group and not avoid & content_words(f"{o[1].get('title', '')} {o[1]['text']}"),
+        OTHER_TRIES, seed, "followup-passage", key)
+    return None if other is None else other[1]

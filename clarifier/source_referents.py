@@ -39,6 +39,7 @@ from askbetter.clarifier.source_common import (
     MAX_HISTORY_MESSAGES,
     Converted,
     document,
+    first_match,
     make_example,
     split_of,
     stable_choice,
@@ -103,16 +104,15 @@ class Referents:
         """Another dialog's referent of `r`'s split and pronoun class, with another name, neither
         passage naming the other's referent (the first of `PARTNER_TRIES` from a place hashed
         from `key`), or None."""
-        pool = self.pools[(split_of(r.group, seed), r.pronouns)]
-        start = int(stable_fraction(seed, "partner", key) * len(pool))
         own_name = content_words(r.name)
-        for i in range(min(PARTNER_TRIES, len(pool))):
-            other = pool[(start + i) % len(pool)]
+
+        def fits(other: Referent) -> bool:
             other_name = content_words(other.name)
-            if (other.group != r.group and other_name and not other_name & r.passage_words
-                    and not own_name & other.passage_words):
-                return other
-        return None
+            return (other.group != r.group and bool(other_name) and not other_name & r.passage_words
+                    and not own_name & other.passage_words)
+
+        pool = self.pools[(split_of(r.group, seed), r.pronouns)]
+        return first_match(pool, fits, PARTNER_TRIES, seed, "partner", key)
 
 
 def canard_referents(raw_dir: Path, seed: int) -> Referents:

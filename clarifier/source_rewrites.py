@@ -45,6 +45,7 @@ from askbetter.clarifier.source_common import (
     assistant,
     exchange,
     field,
+    first_match,
     load_json,
     make_example,
     parsed_once,
@@ -213,12 +214,9 @@ def other_dialog(
     pool, long = donors.every.get(split, []), donors.long.get(split)
     if long and stable_fraction(seed, "long-donor", key) < LONG_DONOR_SHARE:
         pool = long
-    start = int(stable_fraction(seed, "donor", key) * len(pool))
-    for i in range(min(DONOR_TRIES, len(pool))):
-        donor_group, history = pool[(start + i) % len(pool)]
-        if donor_group != group and not (avoid & _words(history)):
-            return history
-    return None
+    donor = first_match(pool, lambda d: d[0] != group and not avoid & _words(d[1]), DONOR_TRIES,
+                        seed, "donor", key)
+    return None if donor is None else donor[1]
 
 
 def unresolved_pronoun(question: str, rewrite: str) -> str | None:

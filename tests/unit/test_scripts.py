@@ -1,12 +1,14 @@
 """scripts/*.py: each answers --help with its usage and refuses a wrong argument count."""
 
 import ast
+import json
 import runpy
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from example_factory import example
 
 SCRIPTS = sorted((Path(__file__).resolve().parents[2] / "scripts").glob("*.py"))
 
@@ -103,3 +105,35 @@ def test_written_cues_counts_each_cue_among_each_label() -> None:
     assert rows["mean words, turn alone"] == ("4.0 (1)", "-")
     assert rows["mean words, turn after a dialog"] == ("-", "6.0 (1)")
     assert rows["post: untitled passages"] == ("-", "50% of 2")
+
+
+def test_join_predictions_reports_the_file_from_the_parts_that_scored_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Four examples scored in two files (one of them also scoring an example the file no longer
+    holds): the report counts the file's four, the last file's line winning; an example no file
+    scored is refused."""
+    examples = [example(i, "pre", "Which one?" if i < 2 else None, "ambiguous" if i < 2 else "clear")
+                for i in range(4)]
+    data = tmp_path / "test.jsonl"
+    data.write_text("".join(json.dumps(ex) + "\n" for ex in examples), encoding="utf-8")
+
+    def write(name: str, rows: list[tuple[int, float]]) -> str:
+        (tmp_path / name).write_text("".join(
+            json.dumps({"id": f"ex-{i}", "source": "test", "setting": "pre", "kind": "clear",
+                        "label": i < 2, "score": s, "decision": s >= 0.5, "question": None,
+                        "reference": None, "seconds": 0.1}) + "\n" for i, s in rows), encoding="utf-8")
+        return str(tmp_path / name)
+
+    old = write("old.pred.jsonl", [(0, 0.9), (1, 0.1), (2, 0.2), (9, 0.9)])  # ex-1 wrong, ex-9 gone
+    new = write("new.pred.jsonl", [(1, 0.8), (3, 0.3)])  # ex-1 scored again, right this time
+    script = str(SCRIPTS[0].with_name("join_predictions.py"))
+    out_json = tmp_path / "report.json"
+    monkeypatch.setattr(sys, "argv", [script, str(data), old, new, "--threshold", "0.5", "--json", str(out_json)])
+    runpy.run_path(script, run_name="__main__")
+    report = json.loads(out_json.read_text(encoding="utf-8"))
+    assert (report["n"], report["accuracy"], report["auc"]) == (4, 1.0, 1.0)
+    assert "examples: 4 (2 need clarification)" in capsys.readouterr().out
+
+    monkeypatch.setattr(sys, "argv", [script, str(data), old, "--threshold", "0.5"])  # ex-3 unscored
+    with pytest.raises(SystemExit, match="1 examples of .* are in no predictions file, e.g. ex-3"):
+        runpy.run_path(script, run_name="__main__")

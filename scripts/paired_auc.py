@@ -1,10 +1,11 @@
-"""Two adapters' AUCs on one small file, with a paired bootstrap interval.
+"""Two adapters' AUC, accuracy and F1 on one file, paired bootstrap gaps.
 
 Does a candidate rank a few dozen examples (say the off-domain probes) better or worse than the
 shipped adapter? Reads two `--predictions` files of `askbetter eval` on the same examples and
 prints each adapter's ROC-AUC and accuracy at its own threshold, then the difference of the AUCs
 with a 95% interval from a paired bootstrap (the same resampled examples scored for both) and the
-share of resamples where the candidate ranks better, then both AUCs on each source's examples
+share of resamples where the candidate ranks better, the same for accuracy and F1-clarify (each at
+the threshold its adapter ran with: the ship rule's figures on dev), then both AUCs on each source's examples
 (each probe of a file that joins several; a source of one label has no AUC and says so). On a
 few dozen examples a gap of a tenth can be noise; the interval says when it is not.
 
@@ -12,9 +13,10 @@ few dozen examples a gap of a tenth can be noise; the interval says when it is n
 """
 
 import argparse
+from collections.abc import Callable
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
+from sklearn.metrics import f1_score, roc_auc_score
 
 from askbetter.clarifier.evaluate import read_predictions
 
@@ -42,17 +44,25 @@ def main() -> None:
         right = np.mean([bool(rows[i]["decision"]) == bool(rows[i]["label"]) for i in ids])
         print(f"{name:9s} AUC {roc_auc_score(labels, scores[name]):.3f}, accuracy {right:.1%} (n={len(ids)})")
 
+    decisions = {name: np.array([bool(rows[i]["decision"]) for i in ids])
+                 for name, rows in (("shipped", shipped), ("candidate", candidate))}
+    figures: dict[str, Callable[[np.ndarray, str], float]] = {
+        "AUC": lambda pick, name: float(roc_auc_score(labels[pick], scores[name][pick])),
+        "accuracy": lambda pick, name: float(np.mean(decisions[name][pick] == labels[pick])),
+        "F1-clarify": lambda pick, name: float(f1_score(labels[pick], decisions[name][pick], zero_division=0)),
+    }
     rng = np.random.default_rng(args.seed)
-    gaps = []
+    gaps: dict[str, list[float]] = {figure: [] for figure in figures}
     for _ in range(args.resamples):
         pick = rng.integers(0, len(ids), len(ids))
         if labels[pick].all() or not labels[pick].any():
             continue
-        gaps.append(roc_auc_score(labels[pick], scores["candidate"][pick])
-                    - roc_auc_score(labels[pick], scores["shipped"][pick]))
-    low, high = np.percentile(gaps, [2.5, 97.5])
-    print(f"candidate - shipped AUC: {np.mean(gaps):+.3f}, 95% interval [{low:+.3f}, {high:+.3f}]; "
-          f"candidate ahead in {np.mean(np.array(gaps) > 0):.0%} of {len(gaps)} paired resamples")
+        for figure, measure in figures.items():
+            gaps[figure].append(measure(pick, "candidate") - measure(pick, "shipped"))
+    for figure, figure_gaps in gaps.items():
+        low, high = np.percentile(figure_gaps, [2.5, 97.5])
+        print(f"candidate - shipped {figure}: {np.mean(figure_gaps):+.3f}, 95% interval [{low:+.3f}, {high:+.3f}]; "
+              f"candidate ahead in {np.mean(np.array(figure_gaps) > 0):.0%} of {len(figure_gaps)} paired resamples")
     sources = np.array([str(shipped[i].get("source", "")) for i in ids])
     for source in sorted(set(sources)):
         mine = sources == source

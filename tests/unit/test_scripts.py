@@ -46,7 +46,8 @@ def test_combine_scores_reads_f1_and_auc_as_n_a_on_examples_of_one_label(
 def test_paired_auc_reads_the_candidates_gap_and_refuses_files_of_other_examples(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A candidate that ranks every example right against one that ranks them backwards: ahead in
-    every resample, and on each source's examples; files that score other examples are refused."""
+    every resample on AUC, accuracy and F1, and on each source's examples; files that score other
+    examples are refused."""
     def write(name: str, scores: list[float], ids: range = range(8)) -> str:
         rows = [f'{{"id": "e{i}", "source": "p{i % 2 + 1}", "label": {int(i >= 4)}, "score": {s}, '
                 f'"decision": {str(s >= 0.5).lower()}}}\n'
@@ -62,6 +63,9 @@ def test_paired_auc_reads_the_candidates_gap_and_refuses_files_of_other_examples
     out = capsys.readouterr().out
     assert "shipped   AUC 0.000" in out and "candidate AUC 1.000, accuracy 100.0% (n=8)" in out
     assert "candidate - shipped AUC: +1.000, 95% interval [+1.000, +1.000]; candidate ahead in 100%" in out
+    # at 0.5 the backward scores decide every example wrong, the rising ones every example right
+    assert "candidate - shipped accuracy: +1.000, 95% interval [+1.000, +1.000]" in out
+    assert "candidate - shipped F1-clarify: +1.000, 95% interval [+1.000, +1.000]" in out
     assert out.splitlines()[-2:] == ["  p1: shipped AUC 0.000, candidate 1.000 (n=4)",
                                      "  p2: shipped AUC 0.000, candidate 1.000 (n=4)"]
 

@@ -85,9 +85,19 @@ def test_a_missing_folder_a_broken_line_or_an_id_without_its_variant_number_is_a
 # --- the project's written turns ----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def shipped() -> list[dict]:
-    return [ex for _, ex in source_written.convert()]
+@pytest.fixture(scope="module", params=[source_written.FOLDER, source_written.HELDOUT], ids=["built", "heldout"])
+def shipped(request: pytest.FixtureRequest) -> list[dict]:
+    """The turns the build reads, and the held-out ones it does not."""
+    return [ex for _, ex in source_written.convert(request.param)]
+
+
+def test_the_held_out_turns_stay_out_of_the_build() -> None:
+    """No held-out scenario shares its name with a built one (the build reads the folder's own files)."""
+    def scenarios(folder: Path) -> set[str]:
+        return {source_written.ID.fullmatch(ex["id"])["scenario"] for _, ex in source_written.convert(folder)}
+
+    held_out = scenarios(source_written.HELDOUT)
+    assert held_out and not held_out & scenarios(source_written.FOLDER)
 
 
 def test_the_shipped_turns_are_many_and_of_both_labels_in_both_settings(shipped: list[dict]) -> None:

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Judge a trained adapter (or a training checkpoint) against the shipped one, by the ship rule of
-# clarifier/adapter/TRAINING_LOG.md: its threshold picked on dev (DEV_FILE), then dev's figures beside
-# the shipped adapter's, the greeting flips on dev's first 600, the corpus probe, and every
-# off-domain probe together beside the shipped adapter (`scripts/paired_auc.py`). The test
-# split is scored only with --test, once a candidate has passed on dev (choosing on test would
-# make its figures no longer held out).
+# clarifier/adapter/TRAINING_LOG.md ("Session 55"): on dev ahead on accuracy and AUC, the F1-clarify
+# gap's 95% interval reaching zero (dev.paired.txt), and off our sources the AUC gap's interval
+# reaching zero (offdomain.compare.txt). In order: its threshold picked on dev (DEV_FILE), dev's
+# figures beside the shipped adapter's, the greeting flips on dev's first 600, the corpus probe,
+# and every off-domain probe with the held-out written turns (clarifier/written/heldout/) beside
+# the shipped adapter (`scripts/paired_auc.py`). The test split is scored only with --test, once
+# a candidate has passed on dev (choosing on test would make its figures no longer held out).
 #
 #   bash scripts/judge_adapter.sh runs/full/checkpoint runs/full/judge          # dev and probes
 #   bash scripts/judge_adapter.sh runs/full/checkpoint runs/full/judge --test   # then the test split
@@ -17,12 +19,12 @@
 # data` writes the data files. An OUT_DIR is judged on one dev file (recorded in OUT_DIR/dev_file):
 # judge on another into another OUT_DIR.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,
-# dev.compare.md, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt, with --test
+# dev.compare.md, dev.paired.txt, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt, with --test
 # test.log/.json. A scoring whose output is there is not run again (so --test after a first run
 # scores the test only).
-# Without --test, about half an hour on this 2-core CPU (ten minutes more when the shipped adapter's
-# dev predictions are made again). A SHIPPED_DEV_PREDICTIONS given must be the adapter in
-# clarifier/adapter's.
+# Without --test, about 50 minutes on this 2-core CPU in float32 (45 more when the shipped
+# adapter's dev and off-domain predictions are made again, as after a new adapter ships). A
+# SHIPPED_DEV_PREDICTIONS given must be the adapter in clarifier/adapter's.
 set -euo pipefail
 
 if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --test ) ]]; then
@@ -65,6 +67,7 @@ fi
 [[ -n ${SHIPPED_DEV_PREDICTIONS:-} ]] || shipped_predictions "$shipped" "$dev"
 if [[ -f $shipped ]]; then
     "$bin/python" scripts/compare_predictions.py "shipped=$shipped" "candidate=$out/dev.pred.jsonl" | tee "$out/dev.compare.md"
+    "$bin/python" scripts/paired_auc.py "$shipped" "$out/dev.pred.jsonl" | tee "$out/dev.paired.txt"
 else
     echo "no $shipped: score the shipped adapter on $dev with --predictions to compare" >&2
 fi
@@ -90,12 +93,13 @@ fi
 head -5 "$out/corpus.log"  # the report (tee keeps stdout; the progress bar goes to stderr)
 
 # every off-domain probe together (the corpus probe, scripts/sense_probe.jsonl,
-# scripts/domain_probe.jsonl, scripts/domain_probe_2.jsonl and scripts/domain_probe_3.jsonl): the
-# candidate's AUC against the shipped adapter's on the same examples, with a paired-bootstrap
-# interval (each probe alone is a few dozen to a hundred and twenty examples)
+# scripts/domain_probe.jsonl, scripts/domain_probe_2.jsonl and scripts/domain_probe_3.jsonl) and
+# the written turns no build holds (clarifier/written/heldout/): the candidate's AUC, accuracy and
+# F1 against the shipped adapter's on the same examples, with paired-bootstrap intervals (each
+# probe alone is a few dozen to a hundred and twenty examples)
 off=runs/eval/offdomain.jsonl off_shipped=runs/eval/offdomain.shipped.pred.jsonl
 cat runs/eval/corpus_probe.jsonl scripts/sense_probe.jsonl scripts/domain_probe.jsonl \
-    scripts/domain_probe_2.jsonl scripts/domain_probe_3.jsonl > "$off.new"
+    scripts/domain_probe_2.jsonl scripts/domain_probe_3.jsonl clarifier/written/heldout/*.jsonl > "$off.new"
 if cmp -s "$off.new" "$off"; then rm "$off.new"; else mv "$off.new" "$off"; fi  # a changed probe is newer
 shipped_predictions "$off_shipped" "$off"
 if [[ ! -f $out/offdomain.pred.jsonl || $off -nt $out/offdomain.pred.jsonl ]]; then

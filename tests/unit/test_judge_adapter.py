@@ -47,6 +47,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         command.chmod(command.stat().st_mode | stat.S_IXUSR)
     for probe in ("sense_probe.jsonl", "domain_probe.jsonl", "domain_probe_2.jsonl", "domain_probe_3.jsonl"):
         (root / "scripts" / probe).write_text(f'{{"id": "{probe}"}}\n')
+    (root / "clarifier" / "written" / "heldout").mkdir(parents=True)
+    (root / "clarifier" / "written" / "heldout" / "turns.jsonl").write_text('{"id": "held-out turn"}\n')
     checkpoint = root / "runs" / "full" / "checkpoint"
     checkpoint.mkdir(parents=True)
     for name in ("adapter_config.json", "adapter_model.safetensors", "trainer_state.pt"):
@@ -87,8 +89,9 @@ def test_a_first_run_scores_dev_greetings_and_the_probes_on_a_copy_and_a_second_
         f"--predictions {out}/offdomain.pred.jsonl",
     ]
     probes = (repo / "runs/eval/offdomain.jsonl").read_text().splitlines()
-    assert probes[-4:] == ['{"id": "sense_probe.jsonl"}', '{"id": "domain_probe.jsonl"}',  # after the corpus probe's
-                           '{"id": "domain_probe_2.jsonl"}', '{"id": "domain_probe_3.jsonl"}']
+    assert probes[-5:] == ['{"id": "sense_probe.jsonl"}', '{"id": "domain_probe.jsonl"}',  # after the corpus probe's
+                           '{"id": "domain_probe_2.jsonl"}', '{"id": "domain_probe_3.jsonl"}',
+                           '{"id": "held-out turn"}']  # the written turns no build holds
     assert "no runs/eval/missing.pred.jsonl" in done.stderr  # nothing to compare against
     # calibrate writes into the copy, which leaves the optimizer's state behind
     assert sorted(p.name for p in (out / "adapter").iterdir()) == ["adapter_config.json", "adapter_model.safetensors"]
@@ -115,6 +118,22 @@ def test_a_changed_off_domain_probe_is_scored_again_for_both_adapters(repo: Path
     again = [c for c in _calls(tmp_path) if c.startswith("askbetter eval runs/eval/offdomain.jsonl")]
     assert [c.split("--predictions ")[1] for c in again] == [
         "runs/eval/offdomain.shipped.pred.jsonl", f"{repo}/runs/full/judge/offdomain.pred.jsonl"]
+
+
+def test_dev_is_compared_with_the_shipped_adapter_per_kind_and_with_paired_intervals(
+        repo: Path, tmp_path: Path) -> None:
+    shipped = repo / "runs" / "eval" / "dev.shipped.pred.jsonl"
+    shipped.parent.mkdir(parents=True)
+    shipped.write_text('{"id": "d1"}\n')
+    done = _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo,
+                  SHIPPED_DEV_PREDICTIONS="runs/eval/dev.shipped.pred.jsonl")
+    assert done.returncode == 0, done.stderr
+    candidate = f"{repo}/runs/full/judge/dev.pred.jsonl"
+    readers = [c for c in _calls(tmp_path) if c.startswith("python scripts/") and "dev.shipped" in c]
+    assert readers == [
+        f"python scripts/compare_predictions.py shipped=runs/eval/dev.shipped.pred.jsonl candidate={candidate}",
+        f"python scripts/paired_auc.py runs/eval/dev.shipped.pred.jsonl {candidate}"]
+    assert (repo / "runs" / "full" / "judge" / "dev.paired.txt").read_text() == "accuracy 50.0%\n"
 
 
 def test_an_interrupted_copy_is_made_again(repo: Path, tmp_path: Path) -> None:

@@ -40,10 +40,6 @@ def main() -> None:
         raise SystemExit("every example has the same label: no AUC")
     scores = {name: np.array([float(rows[i]["score"]) for i in ids])
               for name, rows in (("shipped", shipped), ("candidate", candidate))}
-    for name, rows in (("shipped", shipped), ("candidate", candidate)):
-        right = np.mean([bool(rows[i]["decision"]) == bool(rows[i]["label"]) for i in ids])
-        print(f"{name:9s} AUC {roc_auc_score(labels, scores[name]):.3f}, accuracy {right:.1%} (n={len(ids)})")
-
     decisions = {name: np.array([bool(rows[i]["decision"]) for i in ids])
                  for name, rows in (("shipped", shipped), ("candidate", candidate))}
     figures: dict[str, Callable[[np.ndarray, str], float]] = {
@@ -51,6 +47,10 @@ def main() -> None:
         "accuracy": lambda pick, name: float(np.mean(decisions[name][pick] == labels[pick])),
         "F1-clarify": lambda pick, name: float(f1_score(labels[pick], decisions[name][pick], zero_division=0)),
     }
+    everything = np.arange(len(ids))
+    for name in ("shipped", "candidate"):
+        print(f"{name:9s} AUC {figures['AUC'](everything, name):.3f}, "
+              f"accuracy {figures['accuracy'](everything, name):.1%} (n={len(ids)})")
     rng = np.random.default_rng(args.seed)
     gaps: dict[str, list[float]] = {figure: [] for figure in figures}
     for _ in range(args.resamples):

@@ -132,10 +132,14 @@ def test_join_predictions_reports_the_file_from_the_parts_that_scored_it(
     new = write("new.pred.jsonl", [(1, 0.8), (3, 0.3)])  # ex-1 scored again, right this time
     script = str(SCRIPTS[0].with_name("join_predictions.py"))
     out_json = tmp_path / "report.json"
-    monkeypatch.setattr(sys, "argv", [script, str(data), old, new, "--threshold", "0.5", "--json", str(out_json)])
+    joined = tmp_path / "joined.pred.jsonl"
+    monkeypatch.setattr(sys, "argv", [script, str(data), old, new, "--threshold", "0.5", "--json", str(out_json),
+                                      "--predictions", str(joined)])
     runpy.run_path(script, run_name="__main__")
     report = json.loads(out_json.read_text(encoding="utf-8"))
     assert (report["n"], report["accuracy"], report["auc"]) == (4, 1.0, 1.0)
+    rows = [json.loads(line) for line in joined.read_text(encoding="utf-8").splitlines()]
+    assert [(r["id"], r["score"]) for r in rows] == [("ex-0", 0.9), ("ex-1", 0.8), ("ex-2", 0.2), ("ex-3", 0.3)]
     assert "examples: 4 (2 need clarification)" in capsys.readouterr().out
 
     monkeypatch.setattr(sys, "argv", [script, str(data), old, "--threshold", "0.5"])  # ex-3 unscored

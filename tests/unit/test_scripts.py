@@ -145,3 +145,31 @@ def test_join_predictions_reports_the_file_from_the_parts_that_scored_it(
     monkeypatch.setattr(sys, "argv", [script, str(data), old, "--threshold", "0.5"])  # ex-3 unscored
     with pytest.raises(SystemExit, match="1 examples of .* are in no predictions file, e.g. ex-3"):
         runpy.run_path(script, run_name="__main__")
+
+
+def test_cell_figures_splits_each_setting_by_a_dialog_before_the_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Six examples: `pre` turns alone ranked right and decided right, `pre` turns after a dialog
+    ranked backwards, one `post` turn alone (one label: no AUC); a prediction of an example the file
+    lacks is refused."""
+    examples = [example(i, "post" if i == 5 else "pre", "Which one?" if i % 2 else None,
+                        "ambiguous" if i % 2 else "clear") for i in range(6)]
+    for ex in examples[2:4]:
+        ex["messages"] = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                          *ex["messages"]]
+    data = tmp_path / "probe.jsonl"
+    data.write_text("".join(json.dumps(ex) + "\n" for ex in examples), encoding="utf-8")
+    scores = {0: 0.1, 1: 0.9, 2: 0.8, 3: 0.2, 4: 0.3, 5: 0.7}  # ex-4 pre alone, clear, kept right
+    preds = tmp_path / "p.pred.jsonl"
+    preds.write_text("".join(
+        json.dumps({"id": f"ex-{i}", "setting": examples[i]["setting"], "label": bool(i % 2), "score": s,
+                    "decision": s >= 0.5}) + "\n" for i, s in scores.items()), encoding="utf-8")
+    script = str(SCRIPTS[0].with_name("cell_figures.py"))
+    monkeypatch.setattr(sys, "argv", [script, str(data), str(preds)])
+    runpy.run_path(script, run_name="__main__")
+    assert capsys.readouterr().out == (f"{preds} pre/alone 100.0% / 1.000 (n=3) | pre/dialog 0.0% / 0.000 (n=2)"
+                                       " | post/alone 100.0% / n/a (n=1)\n")
+
+    data.write_text("".join(json.dumps(ex) + "\n" for ex in examples[:5]), encoding="utf-8")
+    with pytest.raises(SystemExit, match="1 predictions of .* score examples .* lacks, e.g. ex-5"):
+        runpy.run_path(script, run_name="__main__")

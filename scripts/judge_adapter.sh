@@ -19,7 +19,8 @@
 # data` writes the data files. An OUT_DIR is judged on one dev file (recorded in OUT_DIR/dev_file):
 # judge on another into another OUT_DIR.
 # Outputs in OUT_DIR: the adapter's copy with its threshold, calibrate.log, dev.pred.jsonl,
-# dev.compare.md, dev.paired.txt, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt, with --test
+# dev.compare.md, dev.paired.txt, greet600.flips.txt, corpus.log/.json, offdomain.compare.txt,
+# offdomain.cells.txt, with --test
 # test.log/.json. A scoring whose output is there is not run again (so --test after a first run
 # scores the test only).
 # Without --test, about 50 minutes on this 2-core CPU in float32 (45 more when the shipped
@@ -107,6 +108,8 @@ if [[ ! -f $out/offdomain.pred.jsonl || $off -nt $out/offdomain.pred.jsonl ]]; t
         --predictions "$out/offdomain.pred.jsonl" > "$out/offdomain.log"
 fi
 "$bin/python" scripts/paired_auc.py "$off_shipped" "$out/offdomain.pred.jsonl" | tee "$out/offdomain.compare.txt"
+# both adapters per setting, turn alone or after a dialog (the probes' weak cells)
+"$bin/python" scripts/cell_figures.py "$off" "$off_shipped" "$out/offdomain.pred.jsonl" | tee "$out/offdomain.cells.txt"
 
 if [[ $test == --test && ! -f $out/test.json ]]; then
     "$bin/askbetter" eval data/test.unseen.jsonl --adapter "$out/adapter" --no-questions \

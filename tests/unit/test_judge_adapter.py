@@ -112,7 +112,10 @@ def test_a_changed_off_domain_probe_is_scored_again_for_both_adapters(repo: Path
     assert _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo).returncode == 0
     _calls(tmp_path)
     assert _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo).returncode == 0
-    assert not [c for c in _calls(tmp_path) if "offdomain.jsonl" in c]  # the same probes: nothing again
+    calls = _calls(tmp_path)
+    assert not [c for c in calls if c.startswith("askbetter") and "offdomain.jsonl" in c]  # the same probes: nothing again
+    assert (f"python scripts/cell_figures.py runs/eval/offdomain.jsonl runs/eval/offdomain.shipped.pred.jsonl "
+            f"{repo}/runs/full/judge/offdomain.pred.jsonl") in calls  # but read again
     (repo / "scripts" / "domain_probe.jsonl").write_text('{"id": "edited"}\n')
     assert _judge(repo, "runs/full/checkpoint", "runs/full/judge", cwd=repo).returncode == 0
     again = [c for c in _calls(tmp_path) if c.startswith("askbetter eval runs/eval/offdomain.jsonl")]

@@ -16,8 +16,9 @@ from askbetter.clarifier.metrics import SETTINGS, classification
 
 
 def cells(examples_path: str, predictions_path: str) -> list[str]:
-    """`"pre/alone 76.0% / 0.812 (n=123)"` (accuracy / AUC, as `askbetter eval`'s table) for each cell the predictions hold, settings in their fixed
-    order, the turn alone before after a dialog."""
+    """`"pre/alone 76.0% / 0.812 (n=123)"` (accuracy / AUC, as `askbetter eval`'s table) for each
+    cell the predictions hold: settings in their fixed order, in each the turn alone first, then
+    the turn after a dialog."""
     dialog = {ex["id"]: len(ex["messages"]) > 1 for ex in load_examples(examples_path)}
     predictions = read_predictions(predictions_path)
     if missing := [p["id"] for p in predictions if p["id"] not in dialog]:

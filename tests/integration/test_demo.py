@@ -16,9 +16,7 @@ def test_demo_prints_the_scripted_conversation():
     askbetter = Path(sys.executable).with_name("askbetter")
     proc = subprocess.run(
         [str(askbetter), "demo"], capture_output=True, text=True, timeout=900,
-        # float32 on every machine: the turns below read generated words, which bf16 (`auto` on a
-        # CPU with AVX-512 bf16) changes ("Which version of sync...", then a rewrite off the page)
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "ASKBETTER_DTYPE": "float32"},
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},  # float32 (tests/conftest.py)
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout

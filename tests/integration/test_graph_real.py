@@ -27,8 +27,7 @@ def graph_parts(tmp_path_factory):
     with pytest.MonkeyPatch.context() as env:
         env.setenv("HF_HUB_OFFLINE", "1")
         settings = replace(
-            # float32 on every machine: the tests count generated tokens, which bf16 changes
-            Settings.from_env(), adapter="none", max_answer_tokens=24, dtype="float32",
+            Settings.from_env(), adapter="none", max_answer_tokens=24,
             chroma_path=tmp_path_factory.mktemp("chroma"), chroma_host="", collection="integration",
         )
         collection = open_collection(settings)  # a PersistentClient on the tmp folder

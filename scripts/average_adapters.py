@@ -55,11 +55,13 @@ def shared_settings(folders: list[Path]) -> dict:
 def dropped_share(model: torch.nn.Module, names: list[str], weights: list[float], merged: str) -> float:
     """The share of the weighted sum of the updates' energy (squared Frobenius norm, over every
     module) that the merged adapter misses."""
+    from peft.tuners.lora import LoraLayer
+
     missed = total = 0.0
     for module in model.modules():
-        if not hasattr(module, "get_delta_weight") or merged not in getattr(module, "lora_A", {}):
+        if not isinstance(module, LoraLayer) or merged not in module.lora_A:
             continue
-        wanted = sum(w * module.get_delta_weight(n) for n, w in zip(names, weights))
+        wanted = torch.stack([w * module.get_delta_weight(n) for n, w in zip(names, weights)]).sum(0)
         missed += float((wanted - module.get_delta_weight(merged)).pow(2).sum())
         total += float(wanted.pow(2).sum())
     return missed / total

@@ -7,7 +7,7 @@ import signal
 def pytest_configure() -> None:
     """Real models run in float32 unless ASKBETTER_DTYPE says otherwise: the real-model tests read
     generated words and recorded scores, and `auto` picks bf16 on a CPU with AVX-512 bf16, where the
-    demo's question and rewrite are worded otherwise (README, "Tests"). Subprocesses inherit it.
+    demo's question and rewrite are worded otherwise (README, Quickstart). Subprocesses inherit it.
 
     Ctrl-C as a terminal's foreground job gets it, however pytest was started. A job a
     non-interactive shell runs in the background (`make test &`, `nohup ...`) starts with SIGINT

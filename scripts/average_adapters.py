@@ -1,5 +1,6 @@
-"""Average LoRA adapters of one base model in weight space: the adapter whose update is the
-weighted sum of theirs, made by PEFT's `add_weighted_adapter`.
+"""Average LoRA adapters of one base model in weight space.
+
+The adapter whose update is the weighted sum of theirs, made by PEFT's `add_weighted_adapter`.
 
 Interpolating a fine-tuned model with the weights its fine-tuning started from keeps much of
 what the run gained while holding on to what the start did better off its data (WiSE-FT:
@@ -88,7 +89,7 @@ and, once `askbetter calibrate` has picked it, the decision threshold.
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("adapters", nargs="+", metavar="FOLDER=WEIGHT", help="PEFT adapter folders and their weights")
     parser.add_argument("--out", required=True, type=Path, help="the averaged adapter's folder (must not exist)")
     parser.add_argument("--combination", choices=("svd", "cat"), default="svd")

@@ -19,12 +19,13 @@ and no threshold: pick it with `askbetter calibrate` (or `scripts/judge_adapter.
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import torch
 
-from askbetter.clarifier.assets import load_base, peft_quietly, require_adapter
+from askbetter.clarifier.assets import ModelNotFound, load_base, peft_quietly, require_adapter
 from askbetter.clarifier.local import CLARIFIER_CONFIG, adapter_config, write_clarifier_config
 from askbetter.settings import Settings
 
@@ -38,7 +39,7 @@ def parse_weighted(spec: str) -> tuple[Path, float]:
         if not sep:
             raise ValueError
         return require_adapter(folder, "averaging"), float(weight)
-    except ValueError as exc:
+    except (ValueError, ModelNotFound) as exc:
         raise SystemExit(f"{spec!r}: give ADAPTER_FOLDER=WEIGHT, e.g. runs/s57/adapter=0.5 ({exc})") from exc
 
 
@@ -116,6 +117,7 @@ def main() -> None:
     for name in names:
         model.delete_adapter(name)
     partial = args.out.with_name(args.out.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)  # an interrupted run's
     model.save_pretrained(str(partial), selected_adapters=["averaged"], save_embedding_layers=False)
     saved = partial / "averaged"  # PEFT saves an adapter not named "default" in a folder of its name
     record = {"averaged": [{"weight": w, "adapter": str(f), "training": adapter_config(f).get("training")}

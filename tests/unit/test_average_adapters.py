@@ -88,7 +88,9 @@ def test_adapters_of_other_prompt_settings_are_refused(tmp_path: Path, base: Pat
     assert not (tmp_path / "out").exists()
 
 
-def test_a_spec_without_a_weight_is_a_clear_error(tmp_path: Path, base: Path) -> None:
+@pytest.mark.parametrize("spec", ["{a}", "{a}=half", "{a}/missing=0.5"])
+def test_a_spec_without_a_weight_or_an_adapter_is_a_clear_error(tmp_path: Path, base: Path, spec: str) -> None:
     a = _adapter(base, tmp_path / "a", 1, SETTINGS)
-    done = _average(base, str(a), f"{a}=0.5", "--out", str(tmp_path / "out"))
-    assert done.returncode != 0 and "ADAPTER_FOLDER=WEIGHT" in done.stderr
+    done = _average(base, spec.format(a=a), f"{a}=0.5", "--out", str(tmp_path / "out"))
+    assert done.returncode != 0 and "ADAPTER_FOLDER=WEIGHT" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()

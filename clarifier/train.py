@@ -375,17 +375,22 @@ def train_command(config: dict) -> str:
     return shlex.join(words)
 
 
-def model_card(base_model: str | None, meta: dict) -> str:
-    """The README.md of a run's adapter or checkpoint (whose clarifier config is `meta`), in place
-    of PEFT's template, which names the base model by the local folder it was loaded from: the
-    base model's id, the command that trained it and where its record is."""
-    training = meta["training"]
+def card_front_matter(base_model: str | None) -> str:
+    """The Hugging Face model-card metadata of an askbetter adapter's README.md (PEFT's template
+    names the base model by the local folder it was loaded from; this, by its id)."""
     return f"""---
 base_model: {json.dumps(base_model)}
 library_name: peft
 tags: [lora, query-clarification, rag]
 ---
+"""
 
+
+def model_card(base_model: str | None, meta: dict) -> str:
+    """The README.md of a run's adapter or checkpoint (whose clarifier config is `meta`), in place
+    of PEFT's template: the base model's id, the command that trained it and where its record is."""
+    training = meta["training"]
+    return card_front_matter(base_model) + f"""
 # askbetter clarifier adapter, step {training["steps"]} of {training["planned_steps"]}
 
 A LoRA adapter of {base_model} for askbetter's clarification checks, trained by

@@ -18,7 +18,6 @@ and no threshold: pick it with `askbetter calibrate` (or `scripts/judge_adapter.
 """
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ import torch
 
 from askbetter.clarifier.assets import ModelNotFound, load_base, peft_quietly, require_adapter
 from askbetter.clarifier.local import CLARIFIER_CONFIG, adapter_config, write_clarifier_config
+from askbetter.clarifier.train import card_front_matter
 from askbetter.settings import Settings
 
 SHARED = ("prompt_style", "max_input_tokens")  # how the prompt is built: the same for every adapter
@@ -45,13 +45,12 @@ def parse_weighted(spec: str) -> tuple[Path, float]:
 
 def shared_settings(folders: list[Path]) -> dict:
     """The prompt settings every adapter was trained with; they must agree."""
-    configs = [adapter_config(folder) for folder in folders]
-    settings = {key: configs[0].get(key) for key in SHARED}
-    for folder, config in zip(folders[1:], configs[1:]):
-        if {key: config.get(key) for key in SHARED} != settings:
+    first, *others = [{key: adapter_config(folder).get(key) for key in SHARED} for folder in folders]
+    for folder, these in zip(folders[1:], others):
+        if these != first:
             raise SystemExit(f"{folder} was trained with other prompt settings than {folders[0]}: "
-                             f"{ {key: config.get(key) for key in SHARED} } against {settings}")
-    return {key: value for key, value in settings.items() if value is not None}
+                             f"{these} against {first}")
+    return {key: value for key, value in first.items() if value is not None}
 
 
 def dropped_share(model: torch.nn.Module, names: list[str], weights: list[float], merged: str) -> float:
@@ -71,12 +70,7 @@ def dropped_share(model: torch.nn.Module, names: list[str], weights: list[float]
 
 def card(base_model: str | None, specs: list[str]) -> str:
     """The averaged adapter's README.md, in place of PEFT's template."""
-    return f"""---
-base_model: {json.dumps(base_model)}
-library_name: peft
-tags: [lora, query-clarification, rag]
----
-
+    return card_front_matter(base_model) + f"""
 # askbetter clarifier adapter, averaged
 
 A LoRA adapter of {base_model} for askbetter's clarification checks: the weighted average of
@@ -99,8 +93,9 @@ def main() -> None:
         parser.error("give two adapters or more")
     if args.out.exists():
         parser.error(f"{args.out} exists: name a new folder")
-    folders, weights = zip(*(parse_weighted(spec) for spec in args.adapters))
-    settings = shared_settings(list(folders))
+    parsed = [parse_weighted(spec) for spec in args.adapters]
+    folders, weights = [folder for folder, _ in parsed], [weight for _, weight in parsed]
+    settings = shared_settings(folders)
 
     from peft import PeftModel
 
@@ -111,8 +106,8 @@ def main() -> None:
         model = PeftModel.from_pretrained(base, str(folders[0]), adapter_name=names[0])
         for name, folder in zip(names[1:], folders[1:]):
             model.load_adapter(str(folder), adapter_name=name)
-        model.add_weighted_adapter(names, list(weights), "averaged", combination_type=args.combination)
-    print(f"{args.combination}: {dropped_share(model, names, list(weights), 'averaged'):.2e} of the "
+        model.add_weighted_adapter(names, weights, "averaged", combination_type=args.combination)
+    print(f"{args.combination}: {dropped_share(model, names, weights, 'averaged'):.2e} of the "
           "weighted update's energy dropped", file=sys.stderr)
     for name in names:
         model.delete_adapter(name)

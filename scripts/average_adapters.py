@@ -13,7 +13,8 @@ mix of run s57 and stage 36l, the adapter s57 continued (clarifier/adapter/TRAIN
 singular vectors (the share of the update's energy that the cut drops is printed; near zero
 where the adapters are close, as a run and its start are); `cat` is exact at the sum of the
 ranks. The folder gets PEFT's adapter files and an `askbetter_clarifier.json` with the adapters'
-shared prompt style and input budget, the training records of both under `training.averaged`,
+shared prompt style and input budget, the training records of both under `training.averaged`
+(one that the other's holds as a JSON Reference to it),
 and no threshold: pick it with `askbetter calibrate` (or `scripts/judge_adapter.sh`).
 """
 
@@ -68,6 +69,38 @@ def dropped_share(model: torch.nn.Module, names: list[str], weights: list[float]
     return missed / total
 
 
+def pointer_to(record: object, wanted: dict, at: str) -> str | None:
+    """The JSON Pointer (RFC 6901), from `at`, of the first part of `record` equal to `wanted`."""
+    if record == wanted:
+        return at
+    items = record.items() if isinstance(record, dict) else enumerate(record) if isinstance(record, list) else ()
+    for key, value in items:
+        found = pointer_to(value, wanted, f"{at}/{str(key).replace('~', '~0').replace('/', '~1')}")
+        if found is not None:
+            return found
+    return None
+
+
+def training_records(folders: list[Path], weights: list[float]) -> list[dict]:
+    """Each adapter's weight, folder and training record; a record that another adapter's holds
+    already (a run averaged with the adapter it continued from) is written once, the other a JSON
+    Reference (`{"$ref": "#/training/averaged/0/training/continued_from"}`) to it."""
+    records = [{"weight": w, "adapter": str(f), "training": adapter_config(f).get("training")}
+               for f, w in zip(folders, weights)]
+    for record in records:
+        if not isinstance(record["training"], dict):
+            continue
+        for j, other in enumerate(records):
+            held = other["training"]
+            if other is record or not isinstance(held, dict) or "$ref" in held:
+                continue
+            found = pointer_to(held, record["training"], f"#/training/averaged/{j}/training")
+            if found is not None:
+                record["training"] = {"$ref": found}
+                break
+    return records
+
+
 def card(base_model: str | None, specs: list[str]) -> str:
     """The averaged adapter's README.md, in place of PEFT's template."""
     return card_front_matter(base_model) + f"""
@@ -115,9 +148,7 @@ def main() -> None:
     shutil.rmtree(partial, ignore_errors=True)  # an interrupted run's
     model.save_pretrained(str(partial), selected_adapters=["averaged"], save_embedding_layers=False)
     saved = partial / "averaged"  # PEFT saves an adapter not named "default" in a folder of its name
-    record = {"averaged": [{"weight": w, "adapter": str(f), "training": adapter_config(f).get("training")}
-                           for f, w in zip(folders, weights)],
-              "combination": args.combination}
+    record = {"averaged": training_records(folders, weights), "combination": args.combination}
     write_clarifier_config(saved / CLARIFIER_CONFIG, {**settings, "training": record})
     (saved / "README.md").write_text(card(model.peft_config["averaged"].base_model_name_or_path, args.adapters))
     saved.rename(args.out)

@@ -24,9 +24,11 @@ def base(tmp_path: Path) -> Path:
     return folder
 
 
-def _adapter(base: Path, folder: Path, seed: int, clarifier: dict, like: Path | None = None) -> Path:
+def _adapter(base: Path, folder: Path, seed: int, clarifier: dict, like: Path | None = None,
+             training: dict | None = None) -> Path:
     """A LoRA of the tiny base with random weights (both factors: PEFT's default zeroes B), or
-    `like`'s weights times three (the same rank-2 subspace) when given."""
+    `like`'s weights times three (the same rank-2 subspace) when given; its training record
+    `training`, by default `{"steps": seed}`."""
     from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
     from safetensors.torch import load_file
 
@@ -37,7 +39,7 @@ def _adapter(base: Path, folder: Path, seed: int, clarifier: dict, like: Path | 
         weights = load_file(like / "adapter_model.safetensors")
         set_peft_model_state_dict(model, {k: 3 * v if "lora_B" in k else v for k, v in weights.items()})
     model.save_pretrained(folder)
-    (folder / CLARIFIER_CONFIG).write_text(json.dumps({**clarifier, "training": {"steps": seed}}))
+    (folder / CLARIFIER_CONFIG).write_text(json.dumps({**clarifier, "training": training or {"steps": seed}}))
     return folder
 
 
@@ -78,6 +80,24 @@ def test_the_averaged_update_is_the_weighted_sum(tmp_path: Path, base: Path, com
     assert {p.name for p in out.iterdir()} == {"README.md", CLARIFIER_CONFIG, "adapter_config.json",
                                                "adapter_model.safetensors"}
     assert not (tmp_path / "out.partial").exists()
+
+
+def test_a_record_another_adapter_holds_is_written_once_as_a_reference(tmp_path: Path, base: Path) -> None:
+    start = {"steps": 1, "continued_from": {"steps": 7}}
+    a = _adapter(base, tmp_path / "a", 1, SETTINGS, training=start)
+    continued = {"steps": 2, "continued_from": start}  # a run that continued a
+    b = _adapter(base, tmp_path / "b", 2, SETTINGS, training=continued)
+    out = tmp_path / "out"
+    done = _average(base, f"{a}=0.5", f"{b}=0.5", "--out", str(out), "--combination", "cat")
+    assert done.returncode == 0, done.stderr
+    meta = json.loads((out / CLARIFIER_CONFIG).read_text())
+    first, second = meta["training"]["averaged"]
+    assert first["training"] == {"$ref": "#/training/averaged/1/training/continued_from"}
+    assert second["training"] == continued
+    target = meta  # the reference resolves to a's record
+    for key in first["training"]["$ref"].removeprefix("#/").split("/"):
+        target = target[int(key)] if isinstance(target, list) else target[key]
+    assert target == start
 
 
 def test_adapters_of_other_prompt_settings_are_refused(tmp_path: Path, base: Path) -> None:

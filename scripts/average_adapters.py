@@ -21,7 +21,9 @@ and no threshold: pick it with `askbetter calibrate` (or `scripts/judge_adapter.
 import argparse
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import torch
 
@@ -63,8 +65,11 @@ def dropped_share(model: torch.nn.Module, names: list[str], weights: list[float]
     for module in model.modules():
         if not isinstance(module, LoraLayer) or merged not in module.lora_A:
             continue
-        wanted = torch.stack([w * module.get_delta_weight(n) for n, w in zip(names, weights)]).sum(0)
-        missed += float((wanted - module.get_delta_weight(merged)).pow(2).sum())
+        # each of PEFT's LoRA layer classes defines it, but their base LoraLayer does not declare it
+        # (so mypy reads torch's `Module.__getattr__`: a tensor or a module)
+        delta_weight = cast(Callable[[str], torch.Tensor], module.get_delta_weight)
+        wanted = torch.stack([w * delta_weight(n) for n, w in zip(names, weights)]).sum(0)
+        missed += float((wanted - delta_weight(merged)).pow(2).sum())
         total += float(wanted.pow(2).sum())
     return missed / total
 

@@ -55,7 +55,9 @@ def every_position(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> An
 def dropout_way(model: torch.nn.Module, *, on: bool) -> Callable[[torch.nn.Module, dict[str, torch.Tensor]], AnswerLogits]:
     """The way `askbetter train` runs (the head at the answer's positions) with the LoRA dropout
     modules as built (`on`) or each swapped for an identity, as PEFT builds a LoRA of dropout 0."""
-    built = {layer: layer.lora_dropout["default"] for layer in model.modules() if hasattr(layer, "lora_dropout")}
+    from peft.tuners.lora import LoraLayer
+
+    built = {layer: layer.lora_dropout["default"] for layer in model.modules() if isinstance(layer, LoraLayer)}
 
     def way(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> AnswerLogits:
         for layer, dropout in built.items():

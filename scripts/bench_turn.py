@@ -41,6 +41,8 @@ generates in the node's thread, and its tokens are read once it has finished (th
 the same generation).
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -54,15 +56,21 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from askbetter import torch_thread
+from askbetter.clarifier.types import Message
 from askbetter.cli import UsageError
 from askbetter.cli_model import check_output_files
 from askbetter.settings import Settings, check_dtype
 from askbetter.text import write_lines
 
-TURNS: dict[str, list[dict[str, str]]] = {
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
+    from askbetter.graph.context import Context
+
+TURNS: dict[str, list[Message]] = {
     "clear": [{"role": "user", "content": "I work in the Boston office."},
               {"role": "assistant", "content": "Thanks. What would you like to know about the Boston office?"},
               {"role": "user", "content": "Where can I park?"}],
@@ -73,7 +81,7 @@ TURNS: dict[str, list[dict[str, str]]] = {
 CLARIFIER_TURN = "post-ask"
 
 
-def timed_turn(graph, messages: list[dict[str, str]], config: dict, context: dict) -> tuple[dict[str, float], list]:
+def timed_turn(graph, messages: list[Message], config: RunnableConfig, context: Context) -> tuple[dict[str, float], list]:
     """Seconds per node and for the whole turn (`"turn"`), and the steps: (node, update). The turn
     runs through `run_turn`, as the CLI runs it."""
     from askbetter.graph.trace import Step, run_turn
@@ -139,7 +147,7 @@ def measure(repeats: int, placement: str = "") -> dict:
     load_s = time.perf_counter() - started
     graph = create_clarifying_rag(clarifier=clarifier, retriever=ChromaRetriever(collection),
                                   settings=settings).compile(checkpointer=InMemorySaver())
-    context = {**default_context(settings), "ask_mode": "message", "max_rounds": 1}
+    context: Context = {**default_context(settings), "ask_mode": "message", "max_rounds": 1}
     samples: dict[str, list[float]] = defaultdict(list)
     paths: dict[str, str] = {}
 
@@ -149,7 +157,7 @@ def measure(repeats: int, placement: str = "") -> dict:
     dialog = TURNS[CLARIFIER_TURN]
     for repeat in range(repeats + 1):  # round 0 is the warm-up
         for name, messages in TURNS.items():
-            config = {"configurable": {"thread_id": f"{name}-{repeat}"}}
+            config: RunnableConfig = {"configurable": {"thread_id": f"{name}-{repeat}"}}
             times, steps = timed_turn(graph, messages, config, context)
             paths[name] = describe(steps, len(messages) > 1, tokens)
             if name == CLARIFIER_TURN:
@@ -168,6 +176,7 @@ def measure(repeats: int, placement: str = "") -> dict:
             result = call()  # the last call's: the question
             if repeat:
                 samples[f"clarifier.{label}"].append(time.perf_counter() - started)
+    assert isinstance(result, str)  # the question's (the scores' calls give a float)
     paths["clarifier.question"] = f"{tokens(result)} tokens"
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {

@@ -81,7 +81,9 @@ def _figures(rows: list[dict], decide: Callable[[dict], bool]) -> str:
     labels, scores = [r["label"] for r in rows], [r["score"] for r in rows]
     f = classification(labels, [decide(r) for r in rows], scores)
     both = f" / {f['f1_clarify']:.3f} / {f['auc']:.3f}" if f["auc"] is not None else ""
-    return f"{100 * f['accuracy']:.1f}%{both}"
+    accuracy = f["accuracy"]
+    assert accuracy is not None  # None only for no rows or scores not finite: main's pick_threshold refused those
+    return f"{100 * accuracy:.1f}%{both}"
 
 
 def run_file(arg: str) -> tuple[str, str]:
@@ -97,6 +99,11 @@ def thresholds(arg: str) -> list[float]:
     return [float(t) for t in arg.split(",")]
 
 
+def _at_least(threshold: float) -> Callable[[dict], bool]:
+    """Clarify when the score reaches `threshold`."""
+    return lambda r: r["score"] >= threshold
+
+
 def main(files: list[tuple[str, str]], scan: list[float]) -> None:
     runs = {name: read_predictions(path) for name, path in files}
     ids = {name: [r["id"] for r in rows] for name, rows in runs.items()}
@@ -109,8 +116,8 @@ def main(files: list[tuple[str, str]], scan: list[float]) -> None:
     for name, rows in runs.items():
         best = pick_threshold([r["label"] for r in rows], [r["score"] for r in rows])
         rules = [(f"{name} (its own)", lambda r: r["decision"]),
-                 (f"{name} (best here, {best:.3f})", lambda r, t=best: r["score"] >= t),
-                 *((f"{name} (at {t:.3f})", lambda r, t=t: r["score"] >= t) for t in scan)]
+                 (f"{name} (best here, {best:.3f})", _at_least(best)),
+                 *((f"{name} (at {t:.3f})", _at_least(t)) for t in scan)]
         for label, decide in rules:
             cells = [_figures([r for r in rows if test(r)], decide) for test in SUBSETS.values()]
             print(f"| {label} | " + " | ".join(cells) + " |")

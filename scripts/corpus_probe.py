@@ -20,6 +20,7 @@ from pathlib import Path
 
 from askbetter.clarifier.examples import Example, write_examples
 from askbetter.clarifier.source_common import document, make_example
+from askbetter.clarifier.types import Message
 from askbetter.retrieval.corpus import ephemeral_corpus_collection
 from askbetter.retrieval.store import ChromaRetriever
 from askbetter.settings import Settings
@@ -107,7 +108,7 @@ CASES: tuple[Case, ...] = (
 )
 
 
-def _messages(case: Case) -> list[dict[str, str]]:
+def _messages(case: Case) -> list[Message]:
     roles = ("user", "assistant")
     turns = [*case.dialog, case.question]
     return [{"role": roles[i % 2], "content": text} for i, text in enumerate(turns)]

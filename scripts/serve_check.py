@@ -26,6 +26,7 @@ from typing import Any
 
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.schema import ThreadState
 
 GRAPH = "askbetter"
 AMBIGUOUS = "How do I turn on sync?"
@@ -78,9 +79,18 @@ async def stream(client: LangGraphClient, thread_id: str, *, cancel_at_token: bo
     return turn
 
 
+def values(state: ThreadState) -> dict[str, Any]:
+    """The thread's values: the graph's state, a dict (`ThreadState` allows a list too, the values
+    of a graph whose state is a list)."""
+    held = state["values"]
+    if not isinstance(held, dict):
+        raise TypeError(f"the thread's values are a {type(held).__name__}, not the askbetter graph's state")
+    return held
+
+
 async def last_message(client: LangGraphClient, thread_id: str) -> str:
     state = await client.threads.get_state(thread_id)
-    return state["values"]["messages"][-1]["content"]
+    return values(state)["messages"][-1]["content"]
 
 
 async def new_thread(client: LangGraphClient) -> str:
@@ -103,7 +113,7 @@ async def check_interrupt(client: LangGraphClient) -> bool:
     if not ok:
         return False
     answered = await stream(client, thread, command={"resume": REPLY})
-    messages = (await client.threads.get_state(thread))["values"]["messages"]
+    messages = values(await client.threads.get_state(thread))["messages"]
     text, stored = messages[-1]["content"], [(m["type"], m["content"]) for m in messages[2:3]]
     return report(
         "interrupt",
@@ -129,7 +139,7 @@ async def check_context(client: LangGraphClient) -> bool:
     thread = await new_thread(client)
     message = await stream(client, thread, input=user(AMBIGUOUS), context={"ask_mode": "message"})
     state = await client.threads.get_state(thread)
-    question = state["values"]["messages"][-1]
+    question = values(state)["messages"][-1]
     return report(
         "context",
         message.interrupt is None and not state["next"] and question["type"] == "ai",

@@ -24,7 +24,9 @@ def _figures(rows: list[dict], threshold: float | None) -> tuple[float, float | 
     decisions the predictions hold."""
     decisions = [r["decision"] if threshold is None else r["score"] >= threshold for r in rows]
     figures = classification([r["label"] for r in rows], decisions, [r["score"] for r in rows])
-    return figures["accuracy"], figures["f1_clarify"]
+    accuracy = figures["accuracy"]
+    assert accuracy is not None  # None only for no rows or scores not finite: main's pick_threshold refused those
+    return accuracy, figures["f1_clarify"]
 
 
 def _mean_cell(accuracies: list[float], f1s: list[float]) -> str:

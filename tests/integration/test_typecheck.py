@@ -1,4 +1,5 @@
-"""mypy finds no error in the package, with the options of pyproject.toml's [tool.mypy]."""
+"""mypy finds no error in the package nor in scripts/*.py, with the options of pyproject.toml's
+[tool.mypy]."""
 
 from __future__ import annotations
 
@@ -38,8 +39,12 @@ def installed_layout(into: Path) -> None:
             (target / module.name).symlink_to(module)
 
 
-def test_mypy_finds_no_error_in_the_package(tmp_path) -> None:
+def test_mypy_finds_no_error_in_the_package_and_scripts(tmp_path) -> None:
     installed_layout(tmp_path)
+    # the scripts beside the installed package, the `files` of [tool.mypy]: mypy puts scripts/ on its
+    # search path and names each script after its file, as `python scripts/NAME.py` runs it (one
+    # folder: no two scripts can share a name); their `askbetter` imports find the layout
+    (tmp_path / "scripts").symlink_to(ROOT / "scripts", target_is_directory=True)
     # the cache (the third-party packages' types, mostly) outside tmp_path, kept between runs
     done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
                            "--cache-dir", str(ROOT / ".mypy_cache")],

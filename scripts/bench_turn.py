@@ -22,8 +22,9 @@ step (or the turn's start) to its own, so it includes the step's LangGraph bookk
 from the call to `run_turn`'s return (it reads the thread's state before and after the stream);
 "answer, per token" is the answer node's time over its length.
 Apart from the graph, after each repeat: `LocalClarifier.score` alone (one forward pass) on the
-post-ask turn without passages and with its retrieved passages, and `LocalClarifier.question`
-(generation) on it with the passages. Median and min over the repeats; the last column is the
+post-ask turn without passages and with the passages retrieval returns for it (searched once,
+directly, so whichever path the graph's turn took), and `LocalClarifier.question` (generation) on
+it with the passages. Median and min over the repeats; the last column is the
 ratio of the medians, last dtype over first. Peak RSS is the process's `ru_maxrss` at the end
 (what loading and ingesting held only for a while included), beside its RSS then.
 
@@ -145,23 +146,23 @@ def measure(repeats: int, placement: str = "") -> dict:
     started = time.perf_counter()
     clarifier = LocalClarifier.from_settings(settings)
     load_s = time.perf_counter() - started
-    graph = create_clarifying_rag(clarifier=clarifier, retriever=ChromaRetriever(collection),
+    retriever = ChromaRetriever(collection)
+    graph = create_clarifying_rag(clarifier=clarifier, retriever=retriever,
                                   settings=settings).compile(checkpointer=InMemorySaver())
     context: Context = {**default_context(settings), "ask_mode": "message", "max_rounds": 1}
+    dialog = TURNS[CLARIFIER_TURN]
+    documents = passages_as_documents(retriever.search(dialog[-1]["content"], k=context["top_k"]))
     samples: dict[str, list[float]] = defaultdict(list)
     paths: dict[str, str] = {}
 
     def tokens(text: str) -> int:  # generated text, tokenized again
         return len(clarifier.loaded.tokenizer.encode(text, add_special_tokens=False))
 
-    dialog = TURNS[CLARIFIER_TURN]
     for repeat in range(repeats + 1):  # round 0 is the warm-up
         for name, messages in TURNS.items():
             config: RunnableConfig = {"configurable": {"thread_id": f"{name}-{repeat}"}}
             times, steps = timed_turn(graph, messages, config, context)
             paths[name] = describe(steps, len(messages) > 1, tokens)
-            if name == CLARIFIER_TURN:
-                documents = passages_as_documents(graph.get_state(config).values.get("documents", []))
             if not repeat:
                 continue
             for node, seconds in times.items():

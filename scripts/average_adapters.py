@@ -46,9 +46,10 @@ def parse_weighted(spec: str) -> tuple[Path, float]:
         raise SystemExit(f"{spec!r}: give ADAPTER_FOLDER=WEIGHT, e.g. runs/s57/adapter=0.5 ({exc})") from exc
 
 
-def shared_settings(folders: list[Path]) -> dict:
-    """The prompt settings every adapter was trained with; they must agree."""
-    first, *others = [{key: adapter_config(folder).get(key) for key in SHARED} for folder in folders]
+def shared_settings(folders: list[Path], configs: list[dict]) -> dict:
+    """The prompt settings every adapter was trained with (`configs`: their clarifier configs, in
+    the folders' order); they must agree."""
+    first, *others = [{key: config.get(key) for key in SHARED} for config in configs]
     for folder, these in zip(folders[1:], others):
         if these != first:
             raise SystemExit(f"{folder} was trained with other prompt settings than {folders[0]}: "
@@ -86,12 +87,12 @@ def pointer_to(record: object, wanted: dict, at: str) -> str | None:
     return None
 
 
-def training_records(folders: list[Path], weights: list[float]) -> list[dict]:
+def training_records(folders: list[Path], weights: list[float], configs: list[dict]) -> list[dict]:
     """Each adapter's weight, folder and training record; a record that another adapter's holds
     already (a run averaged with the adapter it continued from) is written once, the other a JSON
     Reference (`{"$ref": "#/training/averaged/0/training/continued_from"}`) to it."""
-    records = [{"weight": w, "adapter": str(f), "training": adapter_config(f).get("training")}
-               for f, w in zip(folders, weights)]
+    records = [{"weight": w, "adapter": str(f), "training": config.get("training")}
+               for f, w, config in zip(folders, weights, configs)]
     for record in records:
         if not isinstance(record["training"], dict):
             continue
@@ -133,7 +134,8 @@ def main() -> None:
         parser.error(f"{args.out} exists: name a new folder")
     parsed = [parse_weighted(spec) for spec in args.adapters]
     folders, weights = [folder for folder, _ in parsed], [weight for _, weight in parsed]
-    settings = shared_settings(folders)
+    configs = [adapter_config(folder) for folder in folders]
+    settings = shared_settings(folders, configs)
 
     from peft import PeftModel
 
@@ -153,7 +155,7 @@ def main() -> None:
     shutil.rmtree(partial, ignore_errors=True)  # an interrupted run's
     model.save_pretrained(str(partial), selected_adapters=["averaged"], save_embedding_layers=False)
     saved = partial / "averaged"  # PEFT saves an adapter not named "default" in a folder of its name
-    record = {"averaged": training_records(folders, weights), "combination": args.combination}
+    record = {"averaged": training_records(folders, weights, configs), "combination": args.combination}
     write_clarifier_config(saved / CLARIFIER_CONFIG, {**settings, "training": record})
     (saved / "README.md").write_text(card(model.peft_config["averaged"].base_model_name_or_path, args.adapters))
     saved.rename(args.out)
